@@ -1,0 +1,38 @@
+# The two commands: `make demo` and `make test`. Both set up what is missing first.
+BUILD ?= build
+SUITE ?= $(CURDIR)/../shared/conformance/onnx-node
+JOBS ?= $(shell nproc)
+
+.PHONY: all setup build demo test test-unit test-conformance test-models test-asan test-wasm conformance-report clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+$(BUILD)/build.ninja:
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DONYX_CONFORMANCE_DIR=$(SUITE) >/dev/null
+
+build: setup $(BUILD)/build.ninja
+	@ninja -C $(BUILD) -j$(JOBS)
+
+demo: build
+	@scripts/demo.sh $(BUILD)
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# Rewrites tests/conformance/REPORT.md and adds newly passing cases to the allowlist.
+conformance-report: build
+	@$(BUILD)/onyx_conformance --suite $(SUITE) --jobs $(JOBS) \
+	  --allowlist tests/conformance/expected_pass.txt \
+	  --write-allowlist tests/conformance/expected_pass.txt \
+	  --report tests/conformance/REPORT.md --json $(BUILD)/conformance.json
+
+test-asan: setup
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONYX_SANITIZE=ON >/dev/null
+	@ninja -C build-asan -j$(JOBS) onyx_unit_tests
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./onyx_unit_tests
+
+clean:
+	rm -rf $(BUILD) build-asan build-wasm

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs everything onyx needs on Debian 12 (run as root). Idempotent: installs only
+# what is missing and prints nothing when all is there.
+#   scripts/setup.sh            build + test dependencies (C++ toolchain, libraries, Node packages)
+#   scripts/setup.sh --models   also PyTorch/torchvision/onnx for the model recipes
+#   scripts/setup.sh --wasm     also Emscripten for the WebAssembly build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_models=0
+want_wasm=0
+for a in "$@"; do
+  case "$a" in
+    --models) want_models=1 ;;
+    --wasm) want_wasm=1 ;;
+    --all) want_models=1; want_wasm=1 ;;
+    *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
+  esac
+done
+
+pkgs=(build-essential cmake ninja-build pkg-config git
+      libprotozero-dev libhwy-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+      libgtest-dev libgmock-dev libbenchmark-dev
+      python3 python3-numpy nodejs npm)
+[ "$want_models" = 1 ] && pkgs+=(python3-torch python3-torchvision python3-onnx)
+[ "$want_wasm" = 1 ] && pkgs+=(emscripten)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup.sh: missing Debian packages: ${missing[*]}; run as root or install them" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# onnxruntime-node: the reference onyx is compared with (pinned; its CPU binary ships
+# in the package, so the GPU download of its install script is skipped).
+if [ ! -d node_modules/onnxruntime-node ] || ! grep -q '"version": "1.30.0"' node_modules/onnxruntime-node/package.json 2>/dev/null; then
+  echo "setup.sh: installing npm packages"
+  ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error >/dev/null
+fi

@@ -1,0 +1,319 @@
+// Planning: name resolution, topological order, kernel choice, static shape
+// inference with constant folding, and value lifetimes.
+#include <algorithm>
+#include <queue>
+#include <set>
+
+#include "base/error.h"
+#include "runtime/executor.h"
+#include "runtime/plan.h"
+
+namespace onyx::runtime {
+namespace {
+
+/// Ops whose output must not be computed at plan time.
+bool never_fold(const ir::Node& n) {
+  static const std::set<std::string, std::less<>> kRandom = {
+      "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+      "Bernoulli", "Multinomial", "Dropout"};
+  return !n.domain.empty() || kRandom.count(n.op_type) > 0;
+}
+
+bool has_subgraphs(const ir::Node& n) {
+  for (const auto& a : n.attrs)
+    if (a.g || !a.graphs.empty()) return true;
+  return false;
+}
+
+/// Names a graph uses (also inside nested subgraphs) that it does not define.
+void collect_free(const ir::Graph& g, std::set<std::string>& out) {
+  std::set<std::string> defined;
+  for (const auto& v : g.inputs) defined.insert(v.name);
+  for (const auto& [n, t] : g.initializers) defined.insert(n);
+  for (const auto& node : g.nodes)
+    for (const auto& o : node.outputs)
+      if (!o.empty()) defined.insert(o);
+  for (const auto& node : g.nodes) {
+    for (const auto& i : node.inputs)
+      if (!i.empty() && !defined.count(i)) out.insert(i);
+    for (const auto& a : node.attrs) {
+      std::set<std::string> sub;
+      if (a.g) collect_free(*a.g, sub);
+      for (const auto& sg : a.graphs) collect_free(*sg, sub);
+      for (const auto& s : sub)
+        if (!defined.count(s)) out.insert(s);
+    }
+  }
+  for (const auto& o : g.outputs)
+    if (!defined.count(o.name)) out.insert(o.name);
+}
+
+struct Scope {
+  CompiledGraph* cg = nullptr;
+  Scope* parent = nullptr;
+  std::vector<int>* implicit_uses = nullptr;  ///< slots a nested graph captured
+};
+
+int add_slot(CompiledGraph& cg, const std::string& name, ir::TypeInfo type) {
+  if (cg.by_name.count(name))
+    fail_model("graph '{}': value '{}' is defined more than once (the graph must be in SSA form)",
+               cg.graph->name, name);
+  int id = static_cast<int>(cg.slots.size());
+  cg.slots.push_back(Slot{name, std::move(type), Value(), false});
+  cg.by_name[name] = id;
+  return id;
+}
+
+/// Finds `name` in this scope or, as a capture, in an enclosing one. -1 if undefined.
+int resolve(Scope& s, const std::string& name) {
+  auto it = s.cg->by_name.find(name);
+  if (it != s.cg->by_name.end()) return it->second;
+  if (!s.parent) return -1;
+  int p = resolve(*s.parent, name);
+  if (p < 0) return -1;
+  if (s.parent->implicit_uses) s.parent->implicit_uses->push_back(p);
+  const Slot& outer = s.parent->cg->slots[p];
+  int id = add_slot(*s.cg, name, outer.type);
+  s.cg->captures.emplace_back(id, name);
+  return id;
+}
+
+std::vector<size_t> topo_order(const ir::Graph& g) {
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& o : g.nodes[i].outputs)
+      if (!o.empty()) producer.emplace(o, i);
+  std::vector<std::vector<size_t>> users(g.nodes.size());
+  std::vector<int> pending(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    std::set<std::string> deps(g.nodes[i].inputs.begin(), g.nodes[i].inputs.end());
+    for (const auto& a : g.nodes[i].attrs) {
+      if (a.g) collect_free(*a.g, deps);
+      for (const auto& sg : a.graphs) collect_free(*sg, deps);
+    }
+    std::set<size_t> preds;
+    for (const auto& d : deps) {
+      auto it = producer.find(d);
+      if (!d.empty() && it != producer.end()) preds.insert(it->second);
+    }
+    for (size_t p : preds) {
+      if (p == i)
+        fail_model("{}: uses its own output (a cycle in the graph)", g.nodes[i].describe());
+      users[p].push_back(i);
+      ++pending[i];
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (pending[i] == 0) ready.push(i);
+  std::vector<size_t> order;
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (size_t u : users[i])
+      if (--pending[u] == 0) ready.push(u);
+  }
+  if (order.size() != g.nodes.size()) {
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (pending[i] > 0)
+        fail_model("graph '{}' has a cycle: {} depends (indirectly) on its own output", g.name,
+                   g.nodes[i].describe());
+  }
+  return order;
+}
+
+void check_opset_supported(const ir::Node& node) {
+  const auto& reg = kernels::default_registry();
+  if (node.opset == 0)
+    fail_unsupported("{}: its domain '{}' is not imported by the model (no opset_import entry)",
+                     node.describe(), node.domain);
+  if (!reg.knows(node.domain, node.op_type))
+    fail_unsupported("{}: onyx has no kernel for op '{}'{}", node.describe(), node.op_type,
+                     node.domain.empty() ? std::string() : " of domain '" + node.domain + "'");
+  int lo = 1000, hi = 0;
+  for (const auto& d : reg.all()) {
+    if (d.op != node.op_type || d.domain != node.domain) continue;
+    if (node.opset >= d.since && node.opset <= d.until) return;
+    lo = std::min(lo, d.since);
+    hi = std::max(hi, d.until);
+  }
+  fail_unsupported("{}: onyx supports this op at opset {}..{}, the model imports opset {}",
+                   node.describe(), lo, hi, node.opset);
+}
+
+std::string dtype_list(const kernels::Registry& reg, const ir::Node& node) {
+  std::set<std::string> names;
+  for (const auto& d : reg.all())
+    if (d.op == node.op_type && d.domain == node.domain && node.opset >= d.since && node.opset <= d.until)
+      for (DType t : d.dtypes) names.insert(std::string(dtype_name(t)));
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const PlanOptions& opts,
+                                       shape::SymbolGen& syms) {
+  auto cg = std::make_unique<CompiledGraph>();
+  cg->graph = &g;
+  Scope scope{cg.get(), parent, nullptr};
+
+  std::map<std::string, const ir::TypeInfo*> declared;
+  for (const auto& v : g.value_info) declared[v.name] = &v.type;
+  for (const auto& v : g.outputs) declared[v.name] = &v.type;
+
+  for (const auto& vi : g.inputs) {
+    if (vi.name.empty()) fail_model("graph '{}' has an input without a name", g.name);
+    int id = add_slot(*cg, vi.name, vi.type);
+    if (const Tensor* t = g.initializer(vi.name)) {
+      cg->slots[id].constant = Value(*t);
+      if (vi.type.kind == ir::TypeInfo::Kind::kUnknown)
+        cg->slots[id].type = ir::TypeInfo::tensor(t->dtype(), ir::shape_of(t->dims()));
+    }
+    cg->inputs.push_back(id);
+  }
+  for (const auto& [name, t] : g.initializers) {
+    if (cg->by_name.count(name)) continue;  // an input with a default
+    int id = add_slot(*cg, name, ir::TypeInfo::tensor(t.dtype(), ir::shape_of(t.dims())));
+    cg->slots[id].constant = Value(t);
+    cg->slots[id].is_const = true;
+  }
+
+  const auto& reg = kernels::default_registry();
+  const auto& sreg = shape::shape_registry();
+  for (size_t ni : topo_order(g)) {
+    const ir::Node& node = g.nodes[ni];
+    Step step;
+    step.node = &node;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const std::string& name = node.inputs[i];
+      if (name.empty()) {
+        step.in.push_back(-1);
+        continue;
+      }
+      int s = resolve(scope, name);
+      if (s < 0)
+        fail_model("{}: input {} '{}' is not a graph input, an initializer, or the output of "
+                   "another node",
+                   node.describe(), i, name);
+      step.in.push_back(s);
+    }
+    check_opset_supported(node);
+    step.shape = sreg.find(node.domain, node.op_type);
+    if (!step.shape)
+      fail_unsupported("{}: onyx has no shape function for this op", node.describe());
+
+    std::vector<int> implicit;
+    scope.implicit_uses = &implicit;
+    for (const auto& a : node.attrs) {
+      if (a.g) step.subgraphs[a.name] = compile(*a.g, &scope, opts, syms);
+      if (!a.graphs.empty())
+        fail_unsupported("{}: attribute '{}' holds a list of graphs, which no op of this "
+                         "opset uses", node.describe(), a.name);
+    }
+    scope.implicit_uses = nullptr;
+
+    for (const auto& o : node.outputs)
+      step.out.push_back(o.empty() ? -1 : add_slot(*cg, o, ir::TypeInfo{}));
+
+    // Static inference.
+    std::vector<const ir::TypeInfo*> types;
+    std::vector<const Tensor*> values;
+    bool all_known = true, all_const = true;
+    for (int s : step.in) {
+      if (s < 0) {
+        types.push_back(nullptr);
+        values.push_back(nullptr);
+        continue;
+      }
+      const Slot& sl = cg->slots[s];
+      types.push_back(&sl.type);
+      values.push_back(sl.is_const && sl.constant.is_tensor() ? &sl.constant.tensor() : nullptr);
+      if (sl.type.kind == ir::TypeInfo::Kind::kUnknown) all_known = false;
+      if (!sl.is_const) all_const = false;
+    }
+    std::vector<ir::TypeInfo> out_types(node.outputs.size());
+    if (all_known) {
+      shape::InferContext ictx(node, types, values, &syms);
+      step.shape(ictx);
+      out_types = std::move(ictx.outputs());
+    }
+    step.static_shapes = !step.subgraphs.size();
+    for (size_t i = 0; i < step.out.size(); ++i) {
+      if (step.out[i] < 0) continue;
+      ir::TypeInfo& t = out_types[i];
+      auto d = declared.find(node.outputs[i]);
+      if (t.kind == ir::TypeInfo::Kind::kUnknown && d != declared.end()) t = *d->second;
+      if (!(t.kind == ir::TypeInfo::Kind::kTensor && t.has_shape && ir::shape_known(t.shape) &&
+            t.elem != DType::kUndefined))
+        step.static_shapes = false;
+      cg->slots[step.out[i]].type = t;
+    }
+
+    // Kernel by the dtype of its type-defining input, when known now.
+    const kernels::KernelDef* any = reg.find(node.domain, node.op_type, node.opset, DType::kUndefined);
+    int ti = any ? any->type_input : -1;
+    if (ti >= 0 && static_cast<size_t>(ti) < types.size() && types[ti] &&
+        types[ti]->kind == ir::TypeInfo::Kind::kTensor && types[ti]->elem != DType::kUndefined) {
+      step.kernel = reg.find(node.domain, node.op_type, node.opset, types[ti]->elem);
+      if (!step.kernel)
+        fail_unsupported("{}: no kernel for input {} of dtype {} (supported: {})", node.describe(),
+                         ti, dtype_name(types[ti]->elem), dtype_list(reg, node));
+    } else if (ti < 0) {
+      step.kernel = any;
+    }
+
+    if (opts.fold_constants && all_const && !never_fold(node) && step.subgraphs.empty() &&
+        step.kernel) {
+      std::vector<const Value*> in;
+      for (int s : step.in) in.push_back(s >= 0 ? &cg->slots[s].constant : nullptr);
+      std::vector<Value> out;
+      run_step(*cg, step, in, out, nullptr, nullptr);
+      for (size_t i = 0; i < step.out.size(); ++i) {
+        if (step.out[i] < 0) continue;
+        Slot& sl = cg->slots[step.out[i]];
+        sl.constant = out[i];
+        sl.is_const = true;
+        if (out[i].is_tensor())
+          sl.type = ir::TypeInfo::tensor(out[i].tensor().dtype(), ir::shape_of(out[i].tensor().dims()));
+      }
+      step.folded = true;
+    }
+    for (int s : implicit) step.release.push_back(-1 - s);  // marker: captured slot, fixed below
+    cg->steps.push_back(std::move(step));
+  }
+
+  for (const auto& o : g.outputs) {
+    int s = resolve(scope, o.name);
+    if (s < 0) fail_model("graph '{}': output '{}' is not produced by any node", g.name, o.name);
+    cg->outputs.push_back(s);
+  }
+
+  // Lifetimes: release each non-constant, non-output slot after its last use.
+  std::vector<int> last(cg->slots.size(), -1);
+  for (size_t si = 0; si < cg->steps.size(); ++si) {
+    Step& st = cg->steps[si];
+    for (int s : st.in)
+      if (s >= 0) last[s] = static_cast<int>(si);
+    for (int m : st.release) last[-1 - m] = static_cast<int>(si);  // captured by a subgraph
+    st.release.clear();
+    for (int s : st.out)
+      if (s >= 0 && last[s] < static_cast<int>(si)) last[s] = static_cast<int>(si);
+  }
+  std::vector<bool> keep(cg->slots.size(), false);
+  for (int s : cg->outputs) keep[s] = true;
+  for (size_t s = 0; s < cg->slots.size(); ++s)
+    if (cg->slots[s].is_const) keep[s] = true;
+  for (size_t s = 0; s < cg->slots.size(); ++s)
+    if (!keep[s] && last[s] >= 0) cg->steps[last[s]].release.push_back(static_cast<int>(s));
+  return cg;
+}
+
+}  // namespace
+
+std::unique_ptr<CompiledGraph> compile_graph(const ir::Graph& g, const PlanOptions& opts) {
+  shape::SymbolGen syms;
+  return compile(g, nullptr, opts, syms);
+}
+
+}  // namespace onyx::runtime

@@ -1,0 +1,30 @@
+// Running compiled graphs: frames of slot values, one step after another.
+#pragma once
+#include <vector>
+
+#include "runtime/plan.h"
+#include "runtime/thread_pool.h"
+
+namespace onyx::runtime {
+
+/// The live values of one run of a CompiledGraph.
+struct Frame {
+  const CompiledGraph* graph = nullptr;
+  std::vector<Value> values;
+};
+
+/// Fills constants and captured outer values (looked up by name in `parent`).
+void init_frame(Frame& f, const CompiledGraph& g, const Frame* parent);
+
+/// Runs every step of f.graph in order.
+void run_frame(Frame& f, ThreadPool* pool);
+
+/// Runs one step: infers output shapes (unless static), allocates, calls the kernel.
+/// `parent` is the frame the step belongs to (for subgraphs); may be null when folding.
+void run_step(const CompiledGraph& g, const Step& step, const std::vector<const Value*>& in,
+              std::vector<Value>& out, const Frame* frame, ThreadPool* pool);
+
+/// The TypeInfo describing a concrete value.
+ir::TypeInfo type_of_value(const Value& v, const ir::TypeInfo* declared);
+
+}  // namespace onyx::runtime

@@ -1,0 +1,57 @@
+// The executable form of a graph: values become numbered slots, nodes become steps
+// with their kernel, shape function and the slots to release after them.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "kernels/registry.h"
+#include "shape/infer.h"
+
+namespace onyx::runtime {
+
+struct CompiledGraph;
+
+struct Slot {
+  std::string name;
+  ir::TypeInfo type;   ///< statically inferred (possibly symbolic) type
+  Value constant;      ///< initializer, folded constant, or default of an input
+  bool is_const = false;
+};
+
+struct Step {
+  const ir::Node* node = nullptr;
+  std::vector<int> in;   ///< -1: omitted optional input
+  std::vector<int> out;  ///< -1: output not requested
+  const kernels::KernelDef* kernel = nullptr;  ///< null: chosen at run time by dtype
+  shape::ShapeFn shape = nullptr;
+  bool static_shapes = false;  ///< all output shapes known statically: skip run-time inference
+  bool folded = false;         ///< outputs computed at plan time
+  std::vector<int> release;    ///< slots whose last use is this step
+  std::map<std::string, std::unique_ptr<CompiledGraph>> subgraphs;
+};
+
+struct CompiledGraph {
+  const ir::Graph* graph = nullptr;
+  std::vector<Slot> slots;
+  std::map<std::string, int, std::less<>> by_name;
+  std::vector<Step> steps;
+  std::vector<int> inputs;   ///< formal inputs in order
+  std::vector<int> outputs;  ///< graph outputs in order
+  std::vector<std::pair<int, std::string>> captures;  ///< slot <- outer value of that name
+};
+
+/// Options for planning.
+struct PlanOptions {
+  bool fold_constants = true;
+};
+
+/// Compiles the main graph. Throws onyx::Error naming the node at fault.
+std::unique_ptr<CompiledGraph> compile_graph(const ir::Graph& g, const PlanOptions& opts);
+
+/// Inlines calls of model-local functions (recursively) into a copy of the graph.
+std::shared_ptr<ir::Graph> inline_functions(const ir::Model& model);
+
+}  // namespace onyx::runtime

@@ -1,0 +1,158 @@
+#include "onyx/session.h"
+
+#include <array>
+#include <set>
+
+#include "base/error.h"
+#include "format/loader.h"
+#include "runtime/executor.h"
+#include "runtime/plan.h"
+
+namespace onyx {
+
+/// Newest version of the default domain whose semantics onyx knows.
+constexpr int64_t kMaxDefaultOpset = 27;  // ONNX 1.22
+
+struct Session::Impl {
+  std::shared_ptr<ir::Model> model;
+  std::shared_ptr<ir::Graph> graph;  // main graph with functions inlined
+  std::unique_ptr<runtime::CompiledGraph> plan;
+  std::vector<IoInfo> inputs, outputs;
+  std::unique_ptr<ThreadPool> pool;
+};
+
+namespace {
+
+IoInfo io_info(const ir::ValueInfo& v, bool has_default) {
+  IoInfo io;
+  io.name = v.name;
+  io.type = v.type.str();
+  io.has_default = has_default;
+  const ir::TypeInfo* t = &v.type;
+  io.is_tensor = t->kind == ir::TypeInfo::Kind::kTensor;
+  while ((t->kind == ir::TypeInfo::Kind::kSequence || t->kind == ir::TypeInfo::Kind::kOptional) && t->inner)
+    t = t->inner.get();
+  io.dtype = t->elem;
+  io.has_shape = v.type.is_tensor() && v.type.has_shape;
+  if (io.has_shape)
+    for (const auto& d : v.type.shape) {
+      io.dims.push_back(d.value);
+      io.dim_names.push_back(d.param);
+    }
+  return io;
+}
+
+/// "NHWC given where NCHW is expected" (or the reverse) when the shapes say so.
+std::string layout_hint(const ir::Shape& want, const Dims& got) {
+  if (want.size() != 4 || got.size() != 4) return "";
+  auto fits = [&](const std::array<int, 4>& perm) {
+    for (int i = 0; i < 4; ++i) {
+      const ir::Dim& w = want[i];
+      if (w.known() && w.value != got[perm[i]]) return false;
+    }
+    return true;
+  };
+  // want NCHW, got NHWC: want[1] (C) = got[3], want[2] = got[1], want[3] = got[2]
+  if (want[1].known() && fits({0, 3, 1, 2}) && !fits({0, 1, 2, 3}))
+    return " The given tensor looks like NHWC (channels last) while the model expects NCHW "
+           "(channels first): transpose it with axes (0, 3, 1, 2).";
+  if (want[3].known() && fits({0, 2, 3, 1}) && !fits({0, 1, 2, 3}))
+    return " The given tensor looks like NCHW (channels first) while the model expects NHWC "
+           "(channels last): transpose it with axes (0, 2, 3, 1).";
+  return "";
+}
+
+void check_feed(const ir::ValueInfo& vi, const Value& v) {
+  const ir::TypeInfo& want = vi.type;
+  if (want.kind == ir::TypeInfo::Kind::kTensor) {
+    if (!v.is_tensor())
+      fail_arg("input '{}': expected a tensor {}, got a {}", vi.name, want.str(),
+               v.is_sequence() ? "sequence" : "missing value");
+    const Tensor& t = v.tensor();
+    std::string got = std::string(dtype_name(t.dtype())) + dims_str(t.dims());
+    if (want.elem != DType::kUndefined && t.dtype() != want.elem)
+      fail_arg("input '{}': expected dtype {}, got {} (expected {}, given {})", vi.name,
+               dtype_name(want.elem), dtype_name(t.dtype()), want.str(), got);
+    if (!want.has_shape) return;
+    if (want.shape.size() != t.rank())
+      fail_arg("input '{}': expected rank {}, got rank {} (expected {}, given {}).{}", vi.name,
+               want.shape.size(), t.rank(), want.str(), got, layout_hint(want.shape, t.dims()));
+    for (size_t i = 0; i < t.rank(); ++i)
+      if (want.shape[i].known() && want.shape[i].value != t.dim(i))
+        fail_arg("input '{}': dim {} must be {}, got {} (expected {}, given {}).{}", vi.name, i,
+                 want.shape[i].value, t.dim(i), want.str(), got, layout_hint(want.shape, t.dims()));
+  } else if (want.kind == ir::TypeInfo::Kind::kSequence) {
+    if (!v.is_sequence()) fail_arg("input '{}': expected {}, got a non-sequence value", vi.name, want.str());
+  }
+}
+
+}  // namespace
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+std::unique_ptr<Session> Session::open(const std::string& path, const SessionOptions& opts) {
+  auto model = format::load_model(path);
+  try {
+    return create(model, opts);
+  } catch (const Error& e) {
+    throw Error(e.code(), path + ": " + e.what());
+  }
+}
+
+std::unique_ptr<Session> Session::create(std::shared_ptr<ir::Model> model, const SessionOptions& opts) {
+  auto impl = std::make_unique<Impl>();
+  impl->model = model;
+  for (const auto& [domain, version] : model->opset_imports)
+    if (domain.empty() && version > kMaxDefaultOpset)
+      fail_unsupported("the model imports opset {} of the default domain; onyx knows opsets 1..{}",
+                       version, kMaxDefaultOpset);
+  impl->graph = runtime::inline_functions(*model);
+  impl->plan = runtime::compile_graph(*impl->graph, runtime::PlanOptions{});
+  std::set<std::string> inits;
+  for (const auto& [n, t] : impl->graph->initializers) inits.insert(n);
+  for (const auto& v : impl->graph->inputs) impl->inputs.push_back(io_info(v, inits.count(v.name) > 0));
+  for (size_t i = 0; i < impl->graph->outputs.size(); ++i) {
+    ir::ValueInfo v = impl->graph->outputs[i];
+    if (v.type.kind == ir::TypeInfo::Kind::kUnknown) v.type = impl->plan->slots[impl->plan->outputs[i]].type;
+    impl->outputs.push_back(io_info(v, false));
+  }
+  impl->pool = std::make_unique<ThreadPool>(opts.threads);
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
+const ir::Model& Session::model() const { return *impl_->model; }
+
+std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& feeds) {
+  const runtime::CompiledGraph& g = *impl_->plan;
+  runtime::Frame f;
+  runtime::init_frame(f, g, nullptr);
+  std::vector<bool> given(g.inputs.size(), false);
+  for (const auto& [name, value] : feeds) {
+    size_t k = 0;
+    while (k < g.inputs.size() && impl_->graph->inputs[k].name != name) ++k;
+    if (k == g.inputs.size()) {
+      std::string names;
+      for (const auto& v : impl_->graph->inputs) names += (names.empty() ? "" : ", ") + v.name;
+      fail_arg("unknown input '{}'; the model's inputs are: {}", name, names);
+    }
+    if (given[k]) fail_arg("input '{}' is given twice", name);
+    check_feed(impl_->graph->inputs[k], value);
+    f.values[g.inputs[k]] = value;
+    given[k] = true;
+  }
+  for (size_t k = 0; k < g.inputs.size(); ++k)
+    if (!given[k] && !impl_->inputs[k].has_default &&
+        impl_->graph->inputs[k].type.kind != ir::TypeInfo::Kind::kOptional)
+      fail_arg("missing input '{}' ({})", impl_->graph->inputs[k].name,
+               impl_->graph->inputs[k].type.str());
+  runtime::run_frame(f, impl_->pool.get());
+  std::vector<Value> out;
+  out.reserve(g.outputs.size());
+  for (int s : g.outputs) out.push_back(f.values[s]);
+  return out;
+}
+
+}  // namespace onyx

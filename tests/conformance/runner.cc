@@ -1,0 +1,506 @@
+// Runs the ONNX backend node test suite (or any folder of cases laid out the same
+// way: <case>/model.onnx + test_data_set_N/{input,output}_K.pb) and reports per case
+// and per op. Each case runs in a forked child so that a crash or a hang in one case
+// is reported as such and does not stop the run.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/half.h"
+#include "format/loader.h"
+#include "ir/graph.h"
+#include "onyx/session.h"
+
+namespace fs = std::filesystem;
+using namespace onyx;
+
+namespace {
+
+struct Options {
+  std::string suite = "../shared/conformance/onnx-node";
+  std::string filter;
+  std::string allowlist;
+  std::string tolerances;
+  std::string report;
+  std::string json;
+  std::string write_allowlist;
+  double rtol = 1e-3, atol = 1e-5;
+  int64_t ulp = -1;
+  int jobs = 2;
+  int timeout_s = 60;
+  bool verbose = false;
+};
+
+struct Result {
+  std::string name;
+  std::string status;  // PASS FAIL ERROR UNSUPPORTED CRASH TIMEOUT
+  std::string detail;
+  std::string op;
+  double seconds = 0;
+};
+
+struct Tol {
+  double rtol, atol;
+};
+
+double to_double(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kFloat: return t.data<float>()[i];
+    case DType::kDouble: return t.data<double>()[i];
+    case DType::kFloat16: return static_cast<float>(reinterpret_cast<const Float16*>(t.raw())[i]);
+    case DType::kBFloat16: return static_cast<float>(reinterpret_cast<const BFloat16*>(t.raw())[i]);
+    default: return 0;
+  }
+}
+
+int64_t ulp_distance(double a, double b, DType dt) {
+  if (dt == DType::kFloat) {
+    float fa = static_cast<float>(a), fb = static_cast<float>(b);
+    int32_t ia, ib;
+    std::memcpy(&ia, &fa, 4);
+    std::memcpy(&ib, &fb, 4);
+    if (ia < 0) ia = static_cast<int32_t>(0x80000000u) - ia;
+    if (ib < 0) ib = static_cast<int32_t>(0x80000000u) - ib;
+    return std::llabs(static_cast<int64_t>(ia) - ib);
+  }
+  int64_t ia, ib;
+  std::memcpy(&ia, &a, 8);
+  std::memcpy(&ib, &b, 8);
+  if (ia < 0) ia = INT64_MIN - ia;
+  if (ib < 0) ib = INT64_MIN - ib;
+  return std::llabs(ia - ib);
+}
+
+/// Empty string when equal within tolerance, else what differs.
+std::string compare_tensor(const Tensor& exp, const Tensor& got, const Tol& tol, int64_t ulp) {
+  if (exp.dtype() != got.dtype())
+    return "dtype " + std::string(dtype_name(got.dtype())) + ", expected " + std::string(dtype_name(exp.dtype()));
+  if (exp.dims() != got.dims()) return "shape " + dims_str(got.dims()) + ", expected " + dims_str(exp.dims());
+  int64_t n = exp.numel();
+  DType dt = exp.dtype();
+  if (dt == DType::kFloat || dt == DType::kDouble || dt == DType::kFloat16 || dt == DType::kBFloat16) {
+    double max_err = 0;
+    int64_t worst = -1, max_ulp = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double e = to_double(exp, i), g = to_double(got, i);
+      if (std::isnan(e) || std::isnan(g)) {
+        if (std::isnan(e) != std::isnan(g)) return "NaN mismatch at element " + std::to_string(i);
+        continue;
+      }
+      if (std::isinf(e) || std::isinf(g)) {
+        if (e != g) return "inf mismatch at element " + std::to_string(i);
+        continue;
+      }
+      double err = std::fabs(e - g);
+      if (ulp >= 0 && (dt == DType::kFloat || dt == DType::kDouble)) {
+        int64_t u = ulp_distance(e, g, dt);
+        if (u > max_ulp) { max_ulp = u; worst = i; }
+        continue;
+      }
+      if (err > tol.atol + tol.rtol * std::fabs(e) && err - (tol.atol + tol.rtol * std::fabs(e)) > max_err) {
+        max_err = err;
+        worst = i;
+      }
+    }
+    if (ulp >= 0 && max_ulp > ulp) {
+      std::ostringstream s;
+      s << "max ulp distance " << max_ulp << " at element " << worst;
+      return s.str();
+    }
+    if (worst >= 0 && ulp < 0) {
+      std::ostringstream s;
+      s.precision(6);
+      s << "max abs error " << max_err << " at element " << worst << " (got " << to_double(got, worst)
+        << ", expected " << to_double(exp, worst) << ")";
+      return s.str();
+    }
+    return "";
+  }
+  if (dt == DType::kString) {
+    for (int64_t i = 0; i < n; ++i)
+      if (exp.data<std::string>()[i] != got.data<std::string>()[i])
+        return "string mismatch at element " + std::to_string(i) + ": got '" + got.data<std::string>()[i] +
+               "', expected '" + exp.data<std::string>()[i] + "'";
+    return "";
+  }
+  size_t es = dtype_size(dt);
+  if (dt == DType::kComplex64 || dt == DType::kComplex128) {
+    for (int64_t i = 0; i < n * 2; ++i) {
+      double e = dt == DType::kComplex64 ? exp.data<float>()[i] : exp.data<double>()[i];
+      double g = dt == DType::kComplex64 ? got.data<float>()[i] : got.data<double>()[i];
+      if (std::fabs(e - g) > tol.atol + tol.rtol * std::fabs(e))
+        return "complex mismatch at element " + std::to_string(i / 2);
+    }
+    return "";
+  }
+  const auto* a = static_cast<const unsigned char*>(exp.raw());
+  const auto* b = static_cast<const unsigned char*>(got.raw());
+  for (int64_t i = 0; i < n; ++i)
+    if (std::memcmp(a + i * es, b + i * es, es) != 0) {
+      int64_t ev = 0, gv = 0;
+      std::memcpy(&ev, a + i * es, std::min<size_t>(es, 8));
+      std::memcpy(&gv, b + i * es, std::min<size_t>(es, 8));
+      return "mismatch at element " + std::to_string(i) + " (got raw " + std::to_string(gv) +
+             ", expected raw " + std::to_string(ev) + ")";
+    }
+  return "";
+}
+
+std::string compare_value(const Value& exp, const Value& got, const Tol& tol, int64_t ulp) {
+  if (exp.kind() != got.kind()) {
+    auto k = [](const Value& v) { return v.is_tensor() ? "tensor" : v.is_sequence() ? "sequence" : "empty optional"; };
+    return std::string("got ") + k(got) + ", expected " + k(exp);
+  }
+  if (exp.is_tensor()) return compare_tensor(exp.tensor(), got.tensor(), tol, ulp);
+  if (exp.is_sequence()) {
+    if (exp.seq().size() != got.seq().size())
+      return "sequence length " + std::to_string(got.seq().size()) + ", expected " + std::to_string(exp.seq().size());
+    for (size_t i = 0; i < exp.seq().size(); ++i) {
+      std::string d = compare_tensor(exp.seq()[i], got.seq()[i], tol, ulp);
+      if (!d.empty()) return "sequence item " + std::to_string(i) + ": " + d;
+    }
+  }
+  return "";
+}
+
+/// Runs one case; returns "STATUS\tdetail".
+std::string run_case(const fs::path& dir, const Tol& tol, int64_t ulp) {
+  std::unique_ptr<Session> session;
+  try {
+    session = Session::open((dir / "model.onnx").string());
+  } catch (const Error& e) {
+    return std::string(e.code() == ErrorCode::kUnsupported ? "UNSUPPORTED" : "ERROR") + "\t" + e.what();
+  }
+  const ir::Graph& g = *session->model().graph;
+  std::set<std::string> inits;
+  for (const auto& [n, t] : g.initializers) inits.insert(n);
+  std::vector<const ir::ValueInfo*> feed_inputs;
+  for (const auto& v : g.inputs)
+    if (!inits.count(v.name)) feed_inputs.push_back(&v);
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return "ERROR\tno test_data_set_* folder";
+  for (const auto& set : sets) {
+    try {
+      std::vector<std::pair<std::string, Value>> feeds;
+      for (size_t i = 0;; ++i) {
+        fs::path p = set / ("input_" + std::to_string(i) + ".pb");
+        if (!fs::exists(p)) break;
+        if (i >= feed_inputs.size()) return "ERROR\tmore input files than graph inputs";
+        feeds.emplace_back(feed_inputs[i]->name, format::read_value_file(p.string(), feed_inputs[i]->type));
+      }
+      std::vector<Value> outs = session->run(feeds);
+      for (size_t i = 0; i < g.outputs.size(); ++i) {
+        fs::path p = set / ("output_" + std::to_string(i) + ".pb");
+        if (!fs::exists(p)) continue;
+        Value exp = format::read_value_file(p.string(), g.outputs[i].type);
+        std::string d = compare_value(exp, outs[i], tol, ulp);
+        if (!d.empty()) return "FAIL\toutput '" + g.outputs[i].name + "': " + d;
+      }
+    } catch (const Error& e) {
+      return std::string(e.code() == ErrorCode::kUnsupported ? "UNSUPPORTED" : "ERROR") + "\t" + e.what();
+    } catch (const std::exception& e) {
+      return std::string("ERROR\tstd::exception: ") + e.what();
+    }
+  }
+  return "PASS\t";
+}
+
+/// The op a case exercises: the top-level op types of its model (Constant aside).
+std::string case_op(const fs::path& dir) {
+  std::string name = dir.filename().string();
+  bool expanded = name.find("_expanded") != std::string::npos;
+  fs::path base = dir;
+  if (expanded) base = dir.parent_path() / name.substr(0, name.find("_expanded"));
+  try {
+    auto m = format::load_model(((fs::exists(base / "model.onnx") ? base : dir) / "model.onnx").string());
+    std::set<std::string> ops;
+    for (const auto& n : m->graph->nodes)
+      if (n.op_type != "Constant" || m->graph->nodes.size() == 1) ops.insert(n.op_type);
+    std::string s;
+    for (const auto& o : ops) s += (s.empty() ? "" : "+") + o;
+    return s + (expanded ? " (expanded)" : "");
+  } catch (...) {
+    return "?";
+  }
+}
+
+std::map<std::string, Tol> read_tolerances(const std::string& path, const Tol& def) {
+  std::map<std::string, Tol> m;
+  if (path.empty()) return m;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    auto h = line.find('#');
+    std::string body = line.substr(0, h);
+    std::istringstream s(body);
+    std::string name;
+    Tol t = def;
+    if (!(s >> name)) continue;
+    if (h == std::string::npos) {
+      std::cerr << "tolerances: '" << name << "' has no reason (# ...); ignored\n";
+      continue;
+    }
+    s >> t.rtol >> t.atol;
+    m[name] = t;
+  }
+  return m;
+}
+
+std::set<std::string> read_list(const std::string& path) {
+  std::set<std::string> s;
+  if (path.empty()) return s;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    auto h = line.find('#');
+    line = line.substr(0, h);
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    line.erase(0, line.find_first_not_of(" \t"));
+    if (!line.empty()) s.insert(line);
+  }
+  return s;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (c == '\n') o += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20) o += ' ';
+    else o += c;
+  }
+  return o;
+}
+
+void usage() {
+  std::cout << "usage: onyx_conformance [--suite DIR] [--filter REGEX] [--allowlist FILE]\n"
+               "         [--tolerances FILE] [--report FILE.md] [--json FILE] [--jobs N]\n"
+               "         [--ulp N] [--timeout S] [--write-allowlist FILE] [--verbose]\n\n"
+               "Runs every case of an ONNX node test suite folder and compares the outputs\n"
+               "(rtol 1e-3, atol 1e-5 unless a tolerances file gives a case its own, with a\n"
+               "reason). --ulp N compares float outputs by ULP distance instead.\n"
+               "With --allowlist, exits 1 when a listed case does not pass.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--suite") o.suite = next();
+    else if (a == "--filter") o.filter = next();
+    else if (a == "--allowlist") o.allowlist = next();
+    else if (a == "--tolerances") o.tolerances = next();
+    else if (a == "--report") o.report = next();
+    else if (a == "--json") o.json = next();
+    else if (a == "--write-allowlist") o.write_allowlist = next();
+    else if (a == "--jobs") o.jobs = std::max(1, std::stoi(next()));
+    else if (a == "--ulp") o.ulp = std::stoll(next());
+    else if (a == "--timeout") o.timeout_s = std::stoi(next());
+    else if (a == "--verbose" || a == "-v") o.verbose = true;
+    else if (a == "--help" || a == "-h") { usage(); return 0; }
+    else { std::cerr << "unknown option " << a << "\n"; usage(); return 2; }
+  }
+  if (!fs::is_directory(o.suite)) {
+    std::cerr << "suite folder '" << o.suite << "' not found\n";
+    return 2;
+  }
+  if (o.tolerances.empty() && !o.allowlist.empty()) {
+    fs::path t = fs::path(o.allowlist).parent_path() / "tolerances.txt";
+    if (fs::exists(t)) o.tolerances = t.string();
+  }
+  Tol def{o.rtol, o.atol};
+  auto tols = read_tolerances(o.tolerances, def);
+  std::regex re(o.filter.empty() ? ".*" : o.filter);
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(o.suite))
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx") &&
+        std::regex_search(e.path().filename().string(), re))
+      cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+
+  std::vector<Result> results(cases.size());
+  struct Child { pid_t pid; int fd; size_t idx; std::string buf; std::chrono::steady_clock::time_point start; };
+  std::vector<Child> running;
+  size_t next_case = 0, done = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  auto finish = [&](Child& c, const std::string& status_line) {
+    Result& r = results[c.idx];
+    r.name = cases[c.idx].filename().string();
+    auto tab = status_line.find('\t');
+    r.status = status_line.substr(0, tab);
+    r.detail = tab == std::string::npos ? "" : status_line.substr(tab + 1);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
+    ++done;
+    if (o.verbose || r.status != "PASS")
+      std::cout << r.status << " " << r.name << (r.detail.empty() ? "" : ": " + r.detail.substr(0, 400)) << "\n";
+  };
+  while (done < cases.size()) {
+    while (running.size() < static_cast<size_t>(o.jobs) && next_case < cases.size()) {
+      int fds[2];
+      if (pipe(fds) != 0) { perror("pipe"); return 2; }
+      size_t idx = next_case++;
+      std::string nm = cases[idx].filename().string();
+      Tol tol = tols.count(nm) ? tols[nm] : def;
+      pid_t pid = fork();
+      if (pid == 0) {
+        close(fds[0]);
+        std::string r = run_case(cases[idx], tol, o.ulp);
+        r += "\n";
+        (void)!write(fds[1], r.data(), r.size());
+        close(fds[1]);
+        _exit(0);
+      }
+      close(fds[1]);
+      running.push_back({pid, fds[0], idx, "", std::chrono::steady_clock::now()});
+    }
+    std::vector<pollfd> pfds;
+    for (auto& c : running) pfds.push_back({c.fd, POLLIN, 0});
+    poll(pfds.data(), pfds.size(), 200);
+    for (size_t k = 0; k < running.size();) {
+      Child& c = running[k];
+      bool closed = false;
+      if (pfds.size() > k && (pfds[k].revents & (POLLIN | POLLHUP))) {
+        char buf[4096];
+        ssize_t n = read(c.fd, buf, sizeof buf);
+        if (n > 0) c.buf.append(buf, static_cast<size_t>(n));
+        else closed = true;
+      }
+      double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
+      if (!closed && el > o.timeout_s) {
+        kill(c.pid, SIGKILL);
+        waitpid(c.pid, nullptr, 0);
+        close(c.fd);
+        finish(c, "TIMEOUT\tno result after " + std::to_string(o.timeout_s) + " s");
+        running.erase(running.begin() + static_cast<long>(k));
+        pfds.erase(pfds.begin() + static_cast<long>(k));
+        continue;
+      }
+      if (closed) {
+        int st = 0;
+        waitpid(c.pid, &st, 0);
+        close(c.fd);
+        std::string line = c.buf;
+        if (!line.empty() && line.back() == '\n') line.pop_back();
+        if (line.empty())
+          line = WIFSIGNALED(st) ? "CRASH\tkilled by signal " + std::to_string(WTERMSIG(st)) + " (" + strsignal(WTERMSIG(st)) + ")"
+                                 : "CRASH\tno result";
+        finish(c, line);
+        running.erase(running.begin() + static_cast<long>(k));
+        pfds.erase(pfds.begin() + static_cast<long>(k));
+        continue;
+      }
+      ++k;
+    }
+  }
+  double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  for (size_t i = 0; i < cases.size(); ++i) results[i].op = case_op(cases[i]);
+  std::map<std::string, int> counts;
+  std::map<std::string, std::pair<int, int>> per_op;
+  for (const auto& r : results) {
+    counts[r.status]++;
+    auto& p = per_op[r.op];
+    p.second++;
+    if (r.status == "PASS") p.first++;
+  }
+
+  auto allow = read_list(o.allowlist);
+  std::vector<std::string> regressions;
+  std::set<std::string> present;
+  for (const auto& r : results) present.insert(r.name);
+  for (const auto& r : results)
+    if (allow.count(r.name) && r.status != "PASS") regressions.push_back(r.name + " (" + r.status + ": " + r.detail.substr(0, 200) + ")");
+  if (o.filter.empty())
+    for (const auto& a : allow)
+      if (!present.count(a)) regressions.push_back(a + " (listed but not found in the suite)");
+
+  if (!o.report.empty()) {
+    std::ofstream f(o.report);
+    f << "# Conformance report\n\n";
+    f << "Suite: `" << fs::path(o.suite).filename().string() << "` (" << cases.size() << " cases";
+    if (!o.filter.empty()) f << ", filter `" << o.filter << "`";
+    f << "). Tolerance rtol " << o.rtol << ", atol " << o.atol
+      << " unless `tests/conformance/tolerances.txt` says otherwise for a case.\n\n";
+    f << "| status | cases |\n|---|---|\n";
+    for (const auto& [k, v] : counts) f << "| " << k << " | " << v << " |\n";
+    f << "\n## Per op (passed/total)\n\n| op | passed | total |\n|---|---|---|\n";
+    for (const auto& [op, p] : per_op) f << "| " << op << " | " << p.first << " | " << p.second << " |\n";
+    f << "\n## Per case\n\n| case | status | detail |\n|---|---|---|\n";
+    for (const auto& r : results) {
+      std::string d = r.detail.substr(0, 300);
+      std::replace(d.begin(), d.end(), '|', '/');
+      std::replace(d.begin(), d.end(), '\n', ' ');
+      f << "| " << r.name << " | " << r.status << " | " << d << " |\n";
+    }
+  }
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    f << "{\n  \"suite\": \"" << json_escape(o.suite) << "\",\n  \"total\": " << cases.size() << ",\n";
+    f << "  \"counts\": {";
+    bool first = true;
+    for (const auto& [k, v] : counts) { f << (first ? "" : ", ") << "\"" << k << "\": " << v; first = false; }
+    f << "},\n  \"seconds\": " << total_s << ",\n  \"regressions\": " << regressions.size() << ",\n  \"cases\": [\n";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      f << "    {\"name\": \"" << r.name << "\", \"op\": \"" << json_escape(r.op) << "\", \"status\": \"" << r.status
+        << "\", \"detail\": \"" << json_escape(r.detail.substr(0, 300)) << "\"}" << (i + 1 < results.size() ? "," : "") << "\n";
+    }
+    f << "  ]\n}\n";
+  }
+  if (!o.write_allowlist.empty()) {
+    std::set<std::string> all = allow;
+    for (const auto& r : results)
+      if (r.status == "PASS") all.insert(r.name);
+    std::ofstream f(o.write_allowlist);
+    f << "# Cases that must pass (tests/conformance/runner.cc checks them in CI). This list only grows.\n";
+    for (const auto& n : all) f << n << "\n";
+  }
+
+  std::cout << "\nper op (passed/total):";
+  int col = 0;
+  for (const auto& [op, p] : per_op) {
+    std::cout << (col++ % 4 == 0 ? "\n  " : "   ") << op << " " << p.first << "/" << p.second;
+  }
+  std::cout << "\n\n";
+  for (const auto& [k, v] : counts) std::cout << k << ": " << v << "  ";
+  std::cout << "(" << cases.size() << " cases in " << static_cast<int>(total_s) << " s)\n";
+  if (!allow.empty()) {
+    std::cout << "allowlist: " << allow.size() << " cases, " << regressions.size() << " not passing\n";
+    for (const auto& r : regressions) std::cout << "  REGRESSION " << r << "\n";
+  }
+  std::cout << "conformance: " << counts["PASS"] << " of " << cases.size() << " cases pass\n";
+  if (!allow.empty()) {
+    int listed = 0;
+    for (const auto& r : results) listed += allow.count(r.name) ? 1 : 0;
+    std::cout << "allowlisted cases: " << (listed - static_cast<int>(regressions.size())) << " passed, "
+              << regressions.size() << " failed\n";
+  }
+  return regressions.empty() ? 0 : 1;
+}

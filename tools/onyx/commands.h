@@ -1,0 +1,17 @@
+// The onyx CLI: one subcommand per file, registered with CLI11.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace onyx::cli {
+
+/// Each subcommand adds itself to `app` and returns the action to run when chosen.
+using Action = std::function<int()>;
+Action add_run(CLI::App& app);
+Action add_inspect(CLI::App& app);
+
+/// Prints an error the way every subcommand does ("onyx: error: ...").
+void print_error(const std::string& msg);
+
+}  // namespace onyx::cli

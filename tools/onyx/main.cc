@@ -1,0 +1,44 @@
+#include <iostream>
+#include <map>
+
+#include "onyx/error.h"
+#include "tools/onyx/commands.h"
+
+namespace onyx::cli {
+void print_error(const std::string& msg) { std::cerr << "onyx: error: " << msg << "\n"; }
+}  // namespace onyx::cli
+
+int main(int argc, char** argv) {
+  using namespace onyx::cli;
+  CLI::App app{
+      "onyx: run, inspect and check ONNX models.\n"
+      "Run 'onyx COMMAND --help' for the options of a command."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "onyx 0.1.0");
+  std::map<CLI::App*, Action> actions;
+  auto add = [&](Action (*f)(CLI::App&)) {
+    size_t before = app.get_subcommands({}).size();
+    Action a = f(app);
+    actions[app.get_subcommands({})[before]] = a;
+  };
+  add(add_run);
+  add(add_inspect);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (auto& [sub, action] : actions) {
+    if (!sub->parsed()) continue;
+    try {
+      return action();
+    } catch (const onyx::Error& e) {
+      print_error(e.what());
+      return 1;
+    } catch (const std::exception& e) {
+      print_error(e.what());
+      return 1;
+    }
+  }
+  return 1;
+}
