@@ -2,6 +2,7 @@
 #include "format/loader.h"
 
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -146,6 +147,10 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
     fail_model("{}: dims {} overflow 64-bit element count", tensor_label(t), dims_str(t.dims));
   }
   const size_t count = static_cast<size_t>(n);
+  // Bytes (packed or in memory) must fit in size_t, or size checks below would wrap.
+  if (count > SIZE_MAX / 16)
+    fail_model("{}: dims {} hold {} elements, too many to address", tensor_label(t),
+               dims_str(t.dims), n);
 
   std::string_view bytes;
   bool have_bytes = false;
@@ -153,20 +158,33 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
   if (t.data_location == 1 || !t.external_data.empty()) {
     std::string location;
     uint64_t offset = 0;
-    int64_t length = -1;
+    uint64_t length = 0;
+    bool has_length = false;
+    // A decimal number of bytes: digits only (no sign, no spaces), within 64 bits.
+    auto parse_u64 = [&](const std::string& v, const char* key) {
+      bool ok = !v.empty() && v.size() <= 20;
+      uint64_t r = 0;
+      for (char c : v) {
+        if (c < '0' || c > '9' || r > (UINT64_MAX - static_cast<uint64_t>(c - '0')) / 10) {
+          ok = false;
+          break;
+        }
+        r = r * 10 + static_cast<uint64_t>(c - '0');
+      }
+      if (!ok)
+        fail_model("{}: external data {} '{}' is not a number of bytes", tensor_label(t), key, v);
+      return r;
+    };
     for (auto& [k, v] : t.external_data) {
-      char* end = nullptr;
       if (k == "location") location = v;
-      else if (k == "offset") {
-        offset = std::strtoull(v.c_str(), &end, 10);
-        if (v.empty() || *end) fail_model("{}: external data offset '{}' is not a number", tensor_label(t), v);
-      } else if (k == "length") {
-        length = static_cast<int64_t>(std::strtoull(v.c_str(), &end, 10));
-        if (v.empty() || *end) fail_model("{}: external data length '{}' is not a number", tensor_label(t), v);
+      else if (k == "offset") offset = parse_u64(v, "offset");
+      else if (k == "length") {
+        length = parse_u64(v, "length");
+        has_length = true;
       }
     }
     auto mf = open_external(ctx, t, location);
-    uint64_t len = length >= 0 ? static_cast<uint64_t>(length) : (offset <= mf->size() ? mf->size() - offset : 0);
+    uint64_t len = has_length ? length : (offset <= mf->size() ? mf->size() - offset : 0);
     if (offset > mf->size() || len > mf->size() - offset)
       fail_model("{}: external data range offset {} length {} is past the end of '{}' ({} bytes)",
                  tensor_label(t), offset, len, location, mf->size());
@@ -211,12 +229,34 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
     return out;
   }
 
-  Tensor out(dt, t.dims);
   auto check = [&](size_t got, size_t want, const char* field) {
     if (got != want)
       fail_model("{}: {} has {} values, dims {} of {} need {}", tensor_label(t), field, got,
                  dims_str(t.dims), dtype_name(dt), want);
   };
+  // Check the typed field holds the data before allocating: dims are untrusted.
+  switch (dt) {
+    case DType::kFloat:
+      if (!(count == 0 && t.float_data.empty())) check(t.float_data.size(), count, "float_data");
+      break;
+    case DType::kComplex64: check(t.float_data.size(), count * 2, "float_data"); break;
+    case DType::kDouble: check(t.double_data.size(), count, "double_data"); break;
+    case DType::kComplex128: check(t.double_data.size(), count * 2, "double_data"); break;
+    case DType::kInt64: check(t.int64_data.size(), count, "int64_data"); break;
+    case DType::kUint64:
+    case DType::kUint32: check(t.uint64_data.size(), count, "uint64_data"); break;
+    case DType::kInt4:
+    case DType::kUint4:
+    case DType::kFloat4E2M1:
+    case DType::kInt2:
+    case DType::kUint2: {
+      size_t per = static_cast<size_t>(8 / dtype_bits(dt));
+      check(t.int32_data.size(), (count + per - 1) / per, "int32_data");
+      break;
+    }
+    default: check(t.int32_data.size(), count, "int32_data"); break;
+  }
+  Tensor out(dt, t.dims);
   switch (dt) {
     case DType::kFloat:
       if (count == 0 && t.float_data.empty()) break;

@@ -1,5 +1,6 @@
 #include "format/npy.h"
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 
@@ -73,6 +74,8 @@ Tensor read_npy(const void* data, size_t size, const std::string& what) {
   Dims dims;
   size_t i = 0;
   while (i < shape.size()) {
+    if (shape[i] == '-')
+      fail_arg("{}: negative dimension in npy header shape {}", what, shape);
     if (shape[i] >= '0' && shape[i] <= '9') {
       int64_t v = 0;
       while (i < shape.size() && shape[i] >= '0' && shape[i] <= '9') {
@@ -85,12 +88,22 @@ Tensor read_npy(const void* data, size_t size, const std::string& what) {
       ++i;
     }
   }
-  Tensor t(dt, dims);
-  size_t need = t.nbytes();
+  // Check the data size before allocating: the shape in the header is untrusted.
+  int64_t numel;
+  try {
+    numel = dims_numel(dims);
+  } catch (const Error&) {
+    fail_arg("{}: npy shape {} has more elements than fit in 64 bits", what, dims_str(dims));
+  }
+  size_t es = dtype_size(dt);
+  if (static_cast<uint64_t>(numel) > SIZE_MAX / es)
+    fail_arg("{}: npy shape {} of {} is too large", what, dims_str(dims), dtype_name(dt));
+  size_t need = static_cast<size_t>(numel) * es;
   size_t avail = size - hstart - hlen;
   if (avail < need)
     fail_arg("{}: npy data is {} bytes, shape {} of {} needs {} (truncated file?)", what, avail,
              dims_str(dims), dtype_name(dt), need);
+  Tensor t(dt, dims);
   if (need) std::memcpy(t.raw(), b + hstart + hlen, need);
   if (dt == DType::kBool)
     for (int64_t k = 0; k < t.numel(); ++k) t.data<uint8_t>()[k] = t.data<uint8_t>()[k] != 0;

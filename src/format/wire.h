@@ -4,6 +4,7 @@
 #include <protozero/pbf_reader.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,10 +20,14 @@ class Wire {
 
   bool next() { return r_.next(); }
   uint32_t tag() const { return r_.tag(); }
-  void skip() { r_.skip(); }
+  void skip() {
+    if (r_.wire_type() == protozero::pbf_wire_type::length_delimited) check_length();
+    r_.skip();
+  }
 
   std::string_view bytes() {
     expect(protozero::pbf_wire_type::length_delimited, "length-delimited");
+    check_length();
     auto v = r_.get_view();
     return {v.data(), v.size()};
   }
@@ -56,13 +61,12 @@ class Wire {
   template <typename T>
   void repeated_varint(std::vector<T>& out) {
     if (r_.wire_type() == protozero::pbf_wire_type::length_delimited) {
+      check_length();
       auto v = r_.get_view();
-      protozero::pbf_reader p(v);
       // Decode varints one by one from a packed buffer.
       const char* d = v.data();
       const char* e = d + v.size();
       while (d != e) out.push_back(static_cast<T>(protozero::decode_varint(&d, e)));
-      (void)p;
     } else {
       expect(protozero::pbf_wire_type::varint, "varint");
       out.push_back(static_cast<T>(r_.get_uint64()));
@@ -74,6 +78,7 @@ class Wire {
     constexpr auto wt = sizeof(T) == 4 ? protozero::pbf_wire_type::fixed32
                                        : protozero::pbf_wire_type::fixed64;
     if (r_.wire_type() == protozero::pbf_wire_type::length_delimited) {
+      check_length();
       auto v = r_.get_view();
       if (v.size() % sizeof(T) != 0)
         fail_model("malformed {}: packed field {} has {} bytes, not a multiple of {}", what_,
@@ -96,6 +101,17 @@ class Wire {
     if (r_.wire_type() != t)
       fail_model("malformed {}: field {} has wire type {}, expected {}", what_, r_.tag(),
                  static_cast<int>(r_.wire_type()), name);
+  }
+  /// protozero reads lengths as 32 bits and would silently drop the high bits of a
+  /// larger one; refuse those instead of misreading the rest of the message.
+  void check_length() {
+    auto rest = r_.data();
+    const char* d = rest.data();
+    uint64_t len = protozero::decode_varint(&d, rest.data() + rest.size());
+    if (len > UINT32_MAX)
+      fail_model("malformed {}: field {} claims a length of {} bytes, more than a protobuf "
+                 "field can hold",
+                 what_, r_.tag(), len);
   }
   protozero::pbf_reader r_;
   const char* what_;

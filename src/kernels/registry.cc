@@ -73,6 +73,11 @@ const Registry& default_registry() {
     register_sequence(r);
     register_quant(r);
     register_misc(r);
+    register_attention(r);
+    register_signal(r);
+    register_string(r);
+    register_random(r);
+    register_ml(r);
     return r;
   }();
   return reg;

@@ -65,5 +65,10 @@ void register_control(Registry& r);
 void register_sequence(Registry& r);
 void register_quant(Registry& r);
 void register_misc(Registry& r);
+void register_attention(Registry& r);
+void register_signal(Registry& r);
+void register_string(Registry& r);
+void register_random(Registry& r);
+void register_ml(Registry& r);
 
 }  // namespace onyx::kernels

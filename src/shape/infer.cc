@@ -88,6 +88,11 @@ const ShapeRegistry& shape_registry() {
     register_sequence_shapes(r);
     register_quant_shapes(r);
     register_misc_shapes(r);
+    register_attention_shapes(r);
+    register_signal_shapes(r);
+    register_string_shapes(r);
+    register_random_shapes(r);
+    register_ml_shapes(r);
     return r;
   }();
   return reg;

@@ -123,5 +123,10 @@ void register_control_shapes(ShapeRegistry& r);
 void register_sequence_shapes(ShapeRegistry& r);
 void register_quant_shapes(ShapeRegistry& r);
 void register_misc_shapes(ShapeRegistry& r);
+void register_attention_shapes(ShapeRegistry& r);
+void register_signal_shapes(ShapeRegistry& r);
+void register_string_shapes(ShapeRegistry& r);
+void register_random_shapes(ShapeRegistry& r);
+void register_ml_shapes(ShapeRegistry& r);
 
 }  // namespace onyx::shape

@@ -184,12 +184,93 @@ inline void micro_kernel(int64_t kc, const float* a, const float* b, float* c, i
   }
 }
 
+/// Runs of tile columns that share every output coordinate but the last: segment i
+/// covers tile columns [jj0, jj0 + len) whose last output coordinate starts at o_last,
+/// and base[i * (nsp - 1) + d] = o_d * stride_d - pad_d for the leading axes.
+struct Segments {
+  std::vector<int64_t> jj0, len, o_last, base;
+};
+
+/// Builds the segments of the tile of `nt` columns starting at output coordinate `o`,
+/// and advances `o` past the tile.
+void tile_segments(const ConvGeom& g, std::vector<int64_t>& o, int64_t nt, Segments& seg) {
+  const size_t nsp = g.nsp, last = nsp - 1;
+  seg.jj0.clear();
+  seg.len.clear();
+  seg.o_last.clear();
+  seg.base.clear();
+  for (int64_t jj = 0; jj < nt;) {
+    const int64_t len = std::min(nt - jj, g.out[last] - o[last]);
+    seg.jj0.push_back(jj);
+    seg.len.push_back(len);
+    seg.o_last.push_back(o[last]);
+    for (size_t d = 0; d < last; ++d) seg.base.push_back(o[d] * g.strides[d] - g.pad_begin[d]);
+    jj += len;
+    o[last] += len;
+    if (o[last] == g.out[last]) {
+      o[last] = 0;
+      std::vector<int64_t> lead(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(last));
+      Dims lead_ext(g.out.begin(), g.out.begin() + static_cast<std::ptrdiff_t>(last));
+      next_index(lead, lead_ext);
+      std::copy(lead.begin(), lead.end(), o.begin());
+    }
+  }
+}
+
+/// Depthwise 2-D convolution (one input and one output channel per group): per kernel
+/// row and column, the range of output columns whose input column is inside the image
+/// is computed up front, so the inner loop has no bounds checks.
+void depthwise2d_f32(const ConvGeom& g, int64_t batch, int64_t channels, const float* x, const float* w,
+                     const float* bias, float* y) {
+  const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
+  const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
+  const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pad_begin[0], pw = g.pad_begin[1];
+  // For kernel column j: output columns [lo[j], hi[j]) read input columns inside [0, iw).
+  std::vector<int64_t> lo(static_cast<size_t>(kw)), hi(static_cast<size_t>(kw));
+  for (int64_t j = 0; j < kw; ++j) {
+    const int64_t off = j * dw - pw;  // input column = ox * sw + off
+    int64_t l = off >= 0 ? 0 : (-off + sw - 1) / sw;
+    int64_t h = iw - 1 - off < 0 ? 0 : (iw - 1 - off) / sw + 1;
+    lo[j] = std::min(l, ow);
+    hi[j] = std::max(std::min(h, ow), lo[j]);
+  }
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* xc = x + (n * channels + c) * g.in_size;
+      const float* wc = w + c * kh * kw;
+      float* yc = y + (n * channels + c) * g.out_size;
+      std::fill(yc, yc + g.out_size, bias ? bias[c] : 0.0f);
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        float* yrow = yc + oy * ow;
+        for (int64_t i = 0; i < kh; ++i) {
+          const int64_t iy = oy * sh - ph + i * dh;
+          if (iy < 0 || iy >= ih) continue;
+          const float* xrow = xc + iy * iw;
+          for (int64_t j = 0; j < kw; ++j) {
+            const float wv = wc[i * kw + j];
+            const int64_t off = j * dw - pw;
+            if (sw == 1) {
+              const float* xs = xrow + off;
+              for (int64_t ox = lo[j]; ox < hi[j]; ++ox) yrow[ox] += wv * xs[ox];
+            } else {
+              for (int64_t ox = lo[j]; ox < hi[j]; ++ox) yrow[ox] += wv * xrow[ox * sw + off];
+            }
+          }
+        }
+      }
+    }
+}
+
 void conv_gemm_f32(const ConvGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
                    const float* x, const float* w, const float* bias, float* y) {
   const int64_t cg = channels / group, mg = maps / group;
+  const size_t nsp = g.nsp, last = nsp - 1;
+  if (cg == 1 && mg == 1 && nsp == 2) {
+    depthwise2d_f32(g, batch, channels, x, w, bias, y);
+    return;
+  }
   const int64_t kdepth = cg * g.kernel_size;
   const int64_t mpanels = (mg + kMR - 1) / kMR;
-  const size_t nsp = g.nsp;
 
   // Weights of every group as MR-high panels: wpack[group][panel][k][r].
   std::vector<float> wpack(static_cast<size_t>(group * mpanels * kdepth * kMR), 0.0f);
@@ -208,10 +289,8 @@ void conv_gemm_f32(const ConvGeom& g, int64_t batch, int64_t channels, int64_t m
 
   std::vector<int64_t> koffs = kernel_offsets(g);
   std::vector<float> bpack(static_cast<size_t>(kTile * kdepth));
-  // Per tile column: first input coordinate of its window on each axis.
-  std::vector<int64_t> base(nsp * kTile);
-  std::vector<int64_t> in_strides(nsp, 1);
-  for (size_t d = nsp - 1; d-- > 0;) in_strides[d] = in_strides[d + 1] * g.in[d + 1];
+  Segments seg;
+  const int64_t in_last = g.in[last], s_last = g.strides[last], p_last = g.pad_begin[last];
 
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t gi = 0; gi < group; ++gi) {
@@ -222,37 +301,44 @@ void conv_gemm_f32(const ConvGeom& g, int64_t batch, int64_t channels, int64_t m
       for (int64_t j0 = 0; j0 < g.out_size; j0 += kTile) {
         const int64_t nt = std::min(kTile, g.out_size - j0);
         const int64_t npanels = (nt + kNR - 1) / kNR;
-        // im2col into panels: bpack[panel][p][t] holds col[p][j0 + panel * kNR + t].
+        // im2col into panels: bpack[panel][p][t] holds col[p][j0 + panel * kNR + t];
+        // columns past nt stay zero.
+        auto at = [&](int64_t p, int64_t jj) -> float& {
+          return bpack[(jj / kNR) * kdepth * kNR + p * kNR + jj % kNR];
+        };
         if (pointwise) {
           for (int64_t p = 0; p < kdepth; ++p) {
             const float* src = xg + p * g.in_size + j0;
-            for (int64_t jj = 0; jj < npanels * kNR; ++jj)
-              bpack[(jj / kNR) * kdepth * kNR + p * kNR + jj % kNR] = jj < nt ? src[jj] : 0.0f;
+            for (int64_t jj = 0; jj < npanels * kNR; ++jj) at(p, jj) = jj < nt ? src[jj] : 0.0f;
           }
         } else {
-          for (int64_t jj = 0; jj < nt; ++jj) {
-            for (size_t d = 0; d < nsp; ++d) base[d * kTile + jj] = o[d] * g.strides[d] - g.pad_begin[d];
-            next_index(o, g.out);
-          }
+          tile_segments(g, o, nt, seg);
+          const size_t nseg = seg.jj0.size();
           for (int64_t c = 0; c < cg; ++c) {
             const float* xc = xg + c * g.in_size;
             for (int64_t k = 0; k < g.kernel_size; ++k) {
               const int64_t p = c * g.kernel_size + k;
               const int64_t* ko = koffs.data() + k * nsp;
-              for (int64_t jj = 0; jj < npanels * kNR; ++jj) {
-                float v = 0.0f;
-                if (jj < nt) {
-                  int64_t flat = 0;
-                  bool inside = true;
-                  for (size_t d = 0; d < nsp; ++d) {
-                    const int64_t ci = base[d * kTile + jj] + ko[d];
-                    inside = inside && ci >= 0 && ci < g.in[d];
-                    flat += ci * in_strides[d];
-                  }
-                  if (inside) v = xc[flat];
+              for (size_t si = 0; si < nseg; ++si) {
+                // Leading axes: one input row for the whole segment (or padding).
+                int64_t row = 0;
+                bool inside = true;
+                for (size_t d = 0; d < last; ++d) {
+                  const int64_t ci = seg.base[si * last + d] + ko[d];
+                  inside = inside && ci >= 0 && ci < g.in[d];
+                  row = row * g.in[d] + ci;
                 }
-                bpack[(jj / kNR) * kdepth * kNR + p * kNR + jj % kNR] = v;
+                const int64_t jj0 = seg.jj0[si], len = seg.len[si];
+                if (!inside) {
+                  for (int64_t i = 0; i < len; ++i) at(p, jj0 + i) = 0.0f;
+                  continue;
+                }
+                const float* xr = xc + row * in_last;
+                int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
+                for (int64_t i = 0; i < len; ++i, ci += s_last)
+                  at(p, jj0 + i) = ci >= 0 && ci < in_last ? xr[ci] : 0.0f;
               }
+              for (int64_t jj = nt; jj < npanels * kNR; ++jj) at(p, jj) = 0.0f;
             }
           }
         }

@@ -137,14 +137,19 @@ void batch_norm_typed(KernelContext& ctx) {
         }
     for (int64_t i = 0; i < pcount; ++i) var[i] = per_stat > 0 ? sq[i] / static_cast<double>(per_stat) : 0.0;
   }
+  // y = x * mul + add per statistic.
+  std::vector<double> mul(static_cast<size_t>(pcount)), add(static_cast<size_t>(pcount));
+  for (int64_t i = 0; i < pcount; ++i) {
+    mul[i] = params[0][i] / std::sqrt(var[i] + static_cast<double>(eps));
+    add[i] = params[1][i] - mean[i] * mul[i];
+  }
   T* yp = y.data<T>();
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t s = 0; s < inner; ++s) {
         int64_t pi = per_element ? c * inner + s : c;
         int64_t idx = (n * channels + c) * inner + s;
-        double inv = 1.0 / std::sqrt(var[pi] + static_cast<double>(eps));
-        put(yp, idx, (get(xp, idx) - mean[pi]) * inv * params[0][pi] + params[1][pi]);
+        put(yp, idx, get(xp, idx) * mul[pi] + add[pi]);
       }
   if (!training) return;
   std::vector<double> run_mean(static_cast<size_t>(pcount)), run_var(static_cast<size_t>(pcount));
