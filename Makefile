@@ -3,7 +3,7 @@ BUILD ?= build
 SUITE ?= $(CURDIR)/../shared/conformance/onnx-node
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build demo test test-unit test-conformance test-models test-asan test-wasm conformance-report clean
+.PHONY: all setup build demo test test-models test-asan test-wasm conformance-report clean
 
 all: build
 
@@ -21,6 +21,13 @@ demo: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	@scripts/test_wasm.sh
+
+test-models: build
+	@cd $(BUILD) && ctest -R models_parity --output-on-failure
+
+test-wasm: setup
+	@scripts/test_wasm.sh
 
 # Rewrites tests/conformance/REPORT.md and adds newly passing cases to the allowlist.
 conformance-report: build
@@ -28,6 +35,10 @@ conformance-report: build
 	  --allowlist tests/conformance/expected_pass.txt \
 	  --write-allowlist tests/conformance/expected_pass.txt \
 	  --report tests/conformance/REPORT.md --json $(BUILD)/conformance.json
+	@$(BUILD)/onyx_conformance --suite /usr/share/libonnx-testdata/data/node --jobs $(JOBS) \
+	  --allowlist tests/conformance/expected_pass_onnx112.txt \
+	  --write-allowlist tests/conformance/expected_pass_onnx112.txt \
+	  --report tests/conformance/REPORT_onnx112.md --json $(BUILD)/conformance_onnx112.json
 
 test-asan: setup
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONYX_SANITIZE=ON >/dev/null

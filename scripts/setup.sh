@@ -1,29 +1,25 @@
 #!/usr/bin/env bash
 # Installs everything onyx needs on Debian 12 (run as root). Idempotent: installs only
 # what is missing and prints nothing when all is there.
-#   scripts/setup.sh            build + test dependencies (C++ toolchain, libraries, Node
-#                               packages, PyTorch/torchvision/onnx for the model parity test)
-#   scripts/setup.sh --wasm     also Emscripten for the WebAssembly build
+#   scripts/setup.sh   build + test dependencies: C++ toolchain and libraries, Node packages,
+#                      PyTorch/torchvision/onnx for the model parity test, Emscripten for
+#                      the WebAssembly build, the ONNX 1.12 node suite (libonnx-testdata),
+#                      Graphviz (SVG/HTML pictures of `onyx graph`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-want_wasm=0
 for a in "$@"; do
-  case "$a" in
-    --models) ;;  # kept for old callers: the model packages are now installed by default
-    --wasm) want_wasm=1 ;;
-    --all) want_wasm=1 ;;
-    *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
-  esac
+  echo "setup.sh: unknown option $a (it takes none)" >&2
+  exit 2
 done
 
 pkgs=(build-essential cmake ninja-build pkg-config git
       libprotozero-dev libhwy-dev libcli11-dev nlohmann-json3-dev libfmt-dev
-      libgtest-dev libgmock-dev libbenchmark-dev
-      python3 python3-numpy python3-torch python3-torchvision python3-onnx nodejs)
+      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+      python3 python3-numpy python3-torch python3-torchvision python3-onnx nodejs
+      libonnx-testdata emscripten graphviz)
 # Debian's npm conflicts with NodeSource's nodejs, which ships its own npm.
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
-[ "$want_wasm" = 1 ] && pkgs+=(emscripten)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -30,7 +30,8 @@ std::string dims_str(const Dims& dims) {
 
 namespace {
 constexpr size_t kAlign = 64;
-constexpr size_t kMaxBytes = size_t{1} << 46;  // 64 TiB: refuse absurd allocations cleanly
+// Refuse absurd allocations cleanly: 64 TiB natively, 2 GiB on 32-bit targets (WASM).
+constexpr size_t kMaxBytes = sizeof(size_t) == 8 ? size_t{1} << 46 : size_t{1} << 31;
 }  // namespace
 
 Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {

@@ -79,10 +79,11 @@ class Wire {
                                        : protozero::pbf_wire_type::fixed64;
     if (r_.wire_type() == protozero::pbf_wire_type::length_delimited) {
       check_length();
+      const uint32_t field = r_.tag();  // debug builds of protozero reset it on get_view()
       auto v = r_.get_view();
       if (v.size() % sizeof(T) != 0)
         fail_model("malformed {}: packed field {} has {} bytes, not a multiple of {}", what_,
-                   r_.tag(), v.size(), sizeof(T));
+                   field, v.size(), sizeof(T));
       size_t n = v.size() / sizeof(T);
       size_t old = out.size();
       out.resize(old + n);

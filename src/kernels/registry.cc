@@ -4,7 +4,12 @@
 
 namespace onyx::kernels {
 
-void Registry::add(KernelDef def) { defs_.push_back(std::move(def)); }
+void Registry::add(KernelDef def) {
+#ifdef __EMSCRIPTEN__
+  if (!def.wasm) return;
+#endif
+  defs_.push_back(std::move(def));
+}
 
 void Registry::add(std::string_view domain, std::string_view op, int since, int until,
                    std::vector<DType> dtypes, KernelFn fn, int type_input) {
@@ -16,7 +21,7 @@ void Registry::add(std::string_view domain, std::string_view op, int since, int 
   d.dtypes = std::move(dtypes);
   d.type_input = type_input;
   d.fn = fn;
-  defs_.push_back(std::move(d));
+  add(std::move(d));
 }
 
 const KernelDef* Registry::find(std::string_view domain, std::string_view op, int opset,

@@ -12,6 +12,9 @@ namespace onyx::kernels {
 /// One kernel: runs `op` of `domain` for models importing that domain at a version
 /// in [since, until], when the dtype of input `type_input` is in `dtypes` (empty:
 /// any dtype; type_input < 0: the dtype is not constrained by an input).
+/// `wasm` false: the WebAssembly build leaves the kernel out (`wasm_reason` says why);
+/// Registry::add drops such kernels when built with Emscripten, and `onyx check
+/// --provider wasm` reports the nodes that need them.
 struct KernelDef {
   std::string domain;
   std::string op;
@@ -21,6 +24,8 @@ struct KernelDef {
   int type_input = 0;
   KernelFn fn = nullptr;
   std::string provider = "cpu";
+  bool wasm = true;
+  std::string wasm_reason;
 };
 
 class Registry {

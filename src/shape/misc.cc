@@ -46,6 +46,16 @@ void non_max_suppression(InferContext& ctx) {
   if (ctx.has_shape(1) && ctx.input_rank(1) != 3)
     ctx.fail("scores must be 3-D [num_batches, num_classes, spatial_dimension], got {}",
              ir::shape_str(ctx.input_shape(1)));
+  if (ctx.has_shape(0) && ctx.has_shape(1) && ctx.input_rank(0) == 3 && ctx.input_rank(1) == 3) {
+    const Shape& b = ctx.input_shape(0);
+    const Shape& s = ctx.input_shape(1);
+    auto differ = [](const Dim& x, const Dim& y) { return x.known() && y.known() && x.value != y.value; };
+    if (b[2].known() && b[2].value != 4)
+      ctx.fail("boxes must be [num_batches, spatial_dimension, 4], got {}", ir::shape_str(b));
+    if (differ(b[0], s[0]) || differ(b[1], s[2]))
+      ctx.fail("scores {} do not fit boxes {}: expected [{}, num_classes, {}]", ir::shape_str(s),
+               ir::shape_str(b), b[0].str(), b[1].str());
+  }
   Dim count = ctx.fresh_dim();
   bool known = ctx.input_value(0) && ctx.input_value(1);
   for (size_t i = 2; i < 5; ++i)
@@ -78,6 +88,24 @@ void tfidf_vectorizer(InferContext& ctx) {
     if (v < 0) ctx.fail("'ngram_indexes' must be >= 0, got {}", v);
     width = std::max(width, v + 1);
   }
+  // ngram_counts[g] is where the (g+1)-grams start in the pool
+  const std::vector<int64_t> starts = ctx.attr_ints("ngram_counts");
+  const auto pool = static_cast<int64_t>(has_s ? ctx.node().attr_strings("pool_strings").size()
+                                                : ctx.attr_ints("pool_int64s").size());
+  int64_t ngrams = 0;
+  for (size_t g = 0; g < starts.size(); ++g) {
+    const int64_t b = starts[g], e = g + 1 < starts.size() ? starts[g + 1] : pool;
+    const auto len = static_cast<int64_t>(g + 1);
+    if (b < 0 || e < b || e > pool || (e - b) % len != 0)
+      ctx.fail("'ngram_counts' entry {} ({}) does not delimit whole {}-grams in a pool of {}", g,
+               b, len, pool);
+    ngrams += (e - b) / len;
+  }
+  if (ngrams != static_cast<int64_t>(idx.size()))
+    ctx.fail("the pool holds {} n-grams but 'ngram_indexes' has {} entries", ngrams, idx.size());
+  const std::vector<float> w = ctx.node().attr_floats("weights");
+  if (!w.empty() && w.size() != idx.size())
+    ctx.fail("'weights' has {} entries, 'ngram_indexes' {}", w.size(), idx.size());
   const int64_t lo = ctx.attr_i("min_gram_length", 0), hi = ctx.attr_i("max_gram_length", 0);
   if (lo < 1 || hi < lo)
     ctx.fail("need 1 <= min_gram_length <= max_gram_length, got {} and {}", lo, hi);

@@ -31,6 +31,15 @@ DType encoder_attr_type(const InferContext& ctx, const std::string& prefix) {
   return t;
 }
 
+/// Number of entries of the keys_* / values_* attribute that is set.
+int64_t encoder_attr_len(const InferContext& ctx, const std::string& prefix) {
+  const ir::Node& n = ctx.node();
+  if (const Tensor* t = n.attr_t(prefix + "_tensor")) return t->numel();
+  if (n.has_attr(prefix + "_strings")) return static_cast<int64_t>(n.attr_strings(prefix + "_strings").size());
+  if (n.has_attr(prefix + "_int64s")) return static_cast<int64_t>(n.attr_ints(prefix + "_int64s").size());
+  return static_cast<int64_t>(n.attr_floats(prefix + "_floats").size());
+}
+
 void label_encoder(InferContext& ctx) {
   const DType in = ctx.input_dtype(0);
   DType out;
@@ -46,6 +55,9 @@ void label_encoder(InferContext& ctx) {
       ctx.fail("one 'keys_*' and one 'values_*' attribute must be set");
     if (k != in)
       ctx.fail("input type {} differs from the keys type {}", dtype_name(in), dtype_name(k));
+    if (encoder_attr_len(ctx, "keys") != encoder_attr_len(ctx, "values"))
+      ctx.fail("keys ({}) and values ({}) must have the same length", encoder_attr_len(ctx, "keys"),
+               encoder_attr_len(ctx, "values"));
     for (DType t : {k, out})
       if (t != DType::kString && t != DType::kInt64 && t != DType::kFloat && t != DType::kInt32 &&
           t != DType::kInt16 && t != DType::kDouble)

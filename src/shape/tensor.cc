@@ -260,7 +260,7 @@ void squeeze_shape(InferContext& ctx) {
   const Shape& in = ctx.input_shape(0);
   int64_t r = static_cast<int64_t>(in.size());
   std::vector<bool> drop(in.size(), false);
-  if (given) {
+  if (given && !axes.empty()) {  // an empty axes list squeezes every 1, like no list
     for (int64_t a : normalize_axes(ctx, axes, r)) {
       const Dim& d = in[static_cast<size_t>(a)];
       if (d.known() && d.value != 1) ctx.fail("cannot squeeze axis {} of size {}", a, d.value);

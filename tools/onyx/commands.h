@@ -10,6 +10,10 @@ namespace onyx::cli {
 using Action = std::function<int()>;
 Action add_run(CLI::App& app);
 Action add_inspect(CLI::App& app);
+Action add_check(CLI::App& app);
+Action add_graph(CLI::App& app);
+Action add_parity(CLI::App& app);
+Action add_card(CLI::App& app);
 
 /// Prints an error the way every subcommand does ("onyx: error: ...").
 void print_error(const std::string& msg);

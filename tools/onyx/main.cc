@@ -23,10 +23,14 @@ int main(int argc, char** argv) {
   };
   add(add_run);
   add(add_inspect);
+  add(add_check);
+  add(add_graph);
+  add(add_parity);
+  add(add_card);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2;  // 2: usage error, for every command
   }
   for (auto& [sub, action] : actions) {
     if (!sub->parsed()) continue;

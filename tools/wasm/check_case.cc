@@ -34,7 +34,15 @@ bool close_enough(const Tensor& e, const Tensor& g, std::string& why) {
     }
     return true;
   }
-  if (e.dtype() == DType::kString) return true;
+  if (e.dtype() == DType::kString) {
+    for (int64_t i = 0; i < e.numel(); ++i)
+      if (e.data<std::string>()[i] != g.data<std::string>()[i]) {
+        why = "string element " + std::to_string(i) + ": got '" + g.data<std::string>()[i] +
+              "', expected '" + e.data<std::string>()[i] + "'";
+        return false;
+      }
+    return true;
+  }
   for (size_t i = 0; i < e.nbytes(); ++i)
     if (static_cast<const unsigned char*>(e.raw())[i] != static_cast<const unsigned char*>(g.raw())[i]) {
       why = "byte " + std::to_string(i) + " differs";

@@ -3,6 +3,9 @@
 // float4e2m1 and the 4/2-bit integers.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -52,6 +55,51 @@ std::string repr_from_digits(bool neg, std::string digits, int exp) {
   return s + e;
 }
 
+
+// Floating-point std::to_chars/from_chars are missing from some standard libraries
+// (Emscripten 3.1.6's libc++); these wrappers fall back to printf/strtod there.
+#if defined(__cpp_lib_to_chars) && __cpp_lib_to_chars >= 201611L && !defined(__EMSCRIPTEN__)
+#define ONYX_FP_CHARCONV 1
+#endif
+
+/// Shortest scientific form of `v` that reads back as the same value, into buf.
+template <typename F>
+void shortest_scientific(F v, char* buf, size_t size) {
+#ifdef ONYX_FP_CHARCONV
+  auto r = std::to_chars(buf, buf + size - 1, v, std::chars_format::scientific);
+  *r.ptr = 0;
+#else
+  const int max_digits = std::is_same_v<F, float> ? 9 : 17;
+  for (int p = 1; p <= max_digits; ++p) {
+    std::snprintf(buf, size, "%.*e", p - 1, static_cast<double>(v));
+    F back = std::is_same_v<F, float> ? static_cast<F>(std::strtof(buf, nullptr))
+                                      : static_cast<F>(std::strtod(buf, nullptr));
+    if (back == v) return;
+  }
+#endif
+}
+
+/// Parses a decimal in [b, e) into v; false when it is not one number.
+template <typename F>
+bool parse_decimal(const char* b, const char* e, F& v, bool& out_of_range) {
+  out_of_range = false;
+#ifdef ONYX_FP_CHARCONV
+  auto r = std::from_chars(b, e, v, std::chars_format::general);
+  out_of_range = r.ec == std::errc::result_out_of_range;
+  return r.ec == std::errc();
+#else
+  std::string text(b, e);
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  double d = std::strtod(text.c_str(), &end);
+  if (end == text.c_str()) return false;
+  out_of_range = errno == ERANGE;
+  v = static_cast<F>(d);
+  return !out_of_range;
+#endif
+}
+
 /// Splits "d.ddde+XX" (scientific output of to_chars/printf) into digits and exponent.
 void split_scientific(const char* p, std::string& digits, int& exp) {
   digits.clear();
@@ -67,8 +115,7 @@ std::string float_repr(F v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf - 1, v, std::chars_format::scientific);
-  *r.ptr = 0;
+  shortest_scientific(v, buf, sizeof buf);
   std::string digits;
   int exp;
   const char* p = buf[0] == '-' ? buf + 1 : buf;
@@ -118,13 +165,11 @@ double parse_double(const std::string& s0) {
   const char* e = b + s.size();
   if (b < e && *b == '+') ++b;  // from_chars takes no leading '+'
   double v = 0;
-  auto r = std::from_chars(b, e, v, std::chars_format::general);
-  if (r.ec == std::errc::result_out_of_range) {
-    // overflow or underflow: let strtod pick inf or 0 with the right sign
-    return std::strtod(std::string(b, e).c_str(), nullptr);
-  }
-  if (r.ec != std::errc()) return std::numeric_limits<double>::quiet_NaN();
-  return v;
+  bool out_of_range = false;
+  if (parse_decimal(b, e, v, out_of_range)) return v;
+  // overflow or underflow: let strtod pick inf or 0 with the right sign
+  if (out_of_range) return std::strtod(std::string(b, e).c_str(), nullptr);
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 /// Truncates toward zero. NaN and values outside int64 (undefined by the spec) give
@@ -179,8 +224,8 @@ D parse_string(const std::string& s) {
     const char* e = b + t.size();
     if (b < e && *b == '+') ++b;
     float v = 0;
-    auto r = std::from_chars(b, e, v, std::chars_format::general);
-    if (r.ec == std::errc()) return v;
+    bool out_of_range = false;
+    if (parse_decimal(b, e, v, out_of_range)) return v;
     return static_cast<float>(parse_double(t));
   } else {
     return D(static_cast<float>(parse_double(s)));

@@ -417,53 +417,15 @@ void conv_reference_f32(const ConvGeom& g, int64_t batch, int64_t channels, int6
 
 // ---- ConvTranspose ----
 
+/// Reference ConvTranspose (scatter, double accumulation): every input element adds
+/// x * w into the output window it maps to. W is [C, M/group, k...].
 template <typename T>
-void conv_transpose_typed(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  Tensor& y = ctx.output(0);
-  const Dims& xd = x.dims();
-  const Dims& wd = w.dims();
-  int64_t group = ctx.attr_i("group", 1);
-  if (group < 1) ctx.fail("group must be >= 1, got {}", group);
-  if (wd.size() != xd.size() || xd.size() < 3)
-    ctx.fail("X {} and W {} must have the same rank >= 3", dims_str(xd), dims_str(wd));
-  if (xd[1] != wd[0] || xd[1] % group != 0)
-    ctx.fail("X {} and W {} do not agree: need C = W[0] and C % group == 0 (group {})", dims_str(xd),
-             dims_str(wd), group);
-  const int64_t batch = xd[0], channels = xd[1], mg = wd[1], maps = mg * group, cg = channels / group;
-  if (y.dims().size() != xd.size() || y.dim(0) != batch || y.dim(1) != maps)
-    ctx.fail("output {} does not match X {} and W {}", dims_str(y.dims()), dims_str(xd), dims_str(wd));
-  ConvGeom g = read_geom(ctx, xd, Dims(wd.begin() + 2, wd.end()), y.dims());
-  std::string auto_pad = ctx.attr_s("auto_pad", "NOTSET");
-  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * g.nsp, 0));
-  std::vector<int64_t> out_pad = ctx.attr_ints("output_padding", std::vector<int64_t>(g.nsp, 0));
-  if (pads.size() != 2 * g.nsp || out_pad.size() != g.nsp)
-    ctx.fail("pads needs {} values and output_padding {}", 2 * g.nsp, g.nsp);
-  bool explicit_shape = ctx.has_attr("output_shape");
-  g.pad_begin.assign(g.nsp, 0);
-  for (size_t i = 0; i < g.nsp; ++i) {
-    int64_t ek = (g.kernel[i] - 1) * g.dilations[i] + 1;
-    if (explicit_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      // total may be negative (output_shape larger than the natural extent); the
-      // halving rounds toward -inf as in the spec's reference formulas.
-      int64_t total = g.strides[i] * (g.in[i] - 1) + out_pad[i] + ek - g.out[i];
-      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? half : total - half;
-    } else if (auto_pad == "NOTSET") {
-      g.pad_begin[i] = pads[i];
-    }
-  }
-  const Tensor* bt = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  if (bt && bt->numel() != maps) ctx.fail("bias B has {} values, expected {}", bt->numel(), maps);
-  if (y.numel() == 0) return;
-
-  const T* xp = x.data<T>();
-  const T* wp = w.data<T>();
-  std::vector<double> acc(static_cast<size_t>(y.numel()), 0.0);
+void conv_transpose_reference(const ConvGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
+                              const T* xp, const T* wp, const T* bp, T* yp) {
+  const int64_t cg = channels / group, mg = maps / group;
+  std::vector<double> acc(static_cast<size_t>(batch * maps * g.out_size), 0.0);
   std::vector<int64_t> koffs = kernel_offsets(g);
   std::vector<int64_t> base(g.nsp);
-  // Scatter: every input element adds x * w into the output window it maps to.
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t c = 0; c < channels; ++c) {
       const int64_t grp = c / cg;
@@ -493,15 +455,140 @@ void conv_transpose_typed(KernelContext& ctx) {
       } while (next_index(i, g.in));
     }
   }
-  T* yp = y.data<T>();
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t m = 0; m < maps; ++m) {
-      double bv = bt ? static_cast<double>(static_cast<acc_t<T>>(bt->data<T>()[m])) : 0.0;
+      double bv = bp ? static_cast<double>(static_cast<acc_t<T>>(bp[m])) : 0.0;
       for (int64_t o = 0; o < g.out_size; ++o) {
         int64_t idx = (n * maps + m) * g.out_size + o;
         yp[idx] = T(static_cast<acc_t<T>>(acc[idx] + bv));
       }
     }
+}
+
+/// Float ConvTranspose: per (image, group) col[Mg*K x IS] = W_g^T[Mg*K x Cg] * X_g[Cg x IS]
+/// with the blocked GEMM of Conv, then col2im adds each column into the output.
+void conv_transpose_gemm_f32(const ConvGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
+                             const float* x, const float* w, const float* bias, float* y) {
+  const int64_t cg = channels / group, mg = maps / group;
+  const int64_t rows = mg * g.kernel_size;  // GEMM rows: (output channel, kernel index)
+  const int64_t mpanels = (rows + kMR - 1) / kMR;
+  const size_t nsp = g.nsp, last = nsp - 1;
+  // A = W_g^T as MR-high panels: apack[group][panel][c][r] = W[g*cg + c][panel*kMR + r].
+  std::vector<float> apack(static_cast<size_t>(group * mpanels * cg * kMR), 0.0f);
+  for (int64_t gi = 0; gi < group; ++gi)
+    for (int64_t c = 0; c < cg; ++c) {
+      const float* src = w + (gi * cg + c) * rows;
+      for (int64_t row = 0; row < rows; ++row)
+        apack[((gi * mpanels + row / kMR) * cg + c) * kMR + row % kMR] = src[row];
+    }
+  for (int64_t nm = 0; nm < batch * maps; ++nm)
+    std::fill(y + nm * g.out_size, y + (nm + 1) * g.out_size, bias ? bias[nm % maps] : 0.0f);
+  // The scatter walks input positions and writes output positions, which is the
+  // forward convolution's gather with the roles of in and out swapped.
+  ConvGeom sg = g;
+  sg.in = g.out;
+  sg.out = g.in;
+  std::vector<int64_t> koffs = kernel_offsets(g);
+  std::vector<float> bpack(static_cast<size_t>(kTile * cg)), col(static_cast<size_t>(rows * kTile));
+  Segments seg;
+  const int64_t out_last = g.out[last], s_last = g.strides[last], p_last = g.pad_begin[last];
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t gi = 0; gi < group; ++gi) {
+      const float* xg = x + (n * channels + gi * cg) * g.in_size;
+      float* yg = y + (n * maps + gi * mg) * g.out_size;
+      const float* ag = apack.data() + gi * mpanels * cg * kMR;
+      std::vector<int64_t> o(nsp, 0);  // input coordinate of the next tile's first column
+      for (int64_t j0 = 0; j0 < g.in_size; j0 += kTile) {
+        const int64_t nt = std::min(kTile, g.in_size - j0);
+        const int64_t npanels = (nt + kNR - 1) / kNR;
+        for (int64_t c = 0; c < cg; ++c) {
+          const float* src = xg + c * g.in_size + j0;
+          for (int64_t jj = 0; jj < npanels * kNR; ++jj)
+            bpack[(jj / kNR) * cg * kNR + c * kNR + jj % kNR] = jj < nt ? src[jj] : 0.0f;
+        }
+        std::fill(col.begin(), col.end(), 0.0f);
+        for (int64_t p0 = 0; p0 < cg; p0 += kKC) {
+          const int64_t kc = std::min(kKC, cg - p0);
+          for (int64_t ib = 0; ib < mpanels; ++ib)
+            for (int64_t jb = 0; jb < npanels; ++jb)
+              micro_kernel(kc, ag + ib * cg * kMR + p0 * kMR, bpack.data() + jb * cg * kNR + p0 * kNR,
+                           col.data() + ib * kMR * kTile + jb * kNR, kTile, std::min(kMR, rows - ib * kMR),
+                           std::min(kNR, nt - jb * kNR));
+        }
+        tile_segments(sg, o, nt, seg);
+        const size_t nseg = seg.jj0.size();
+        for (int64_t m = 0; m < mg; ++m) {
+          float* ym = yg + m * g.out_size;
+          for (int64_t k = 0; k < g.kernel_size; ++k) {
+            const float* cr = col.data() + (m * g.kernel_size + k) * kTile;
+            const int64_t* ko = koffs.data() + k * nsp;
+            for (size_t si = 0; si < nseg; ++si) {
+              int64_t row = 0;
+              bool inside = true;
+              for (size_t d = 0; d < last; ++d) {
+                const int64_t ci = seg.base[si * last + d] + ko[d];
+                inside = inside && ci >= 0 && ci < g.out[d];
+                row = row * g.out[d] + ci;
+              }
+              if (!inside) continue;
+              float* yr = ym + row * out_last;
+              const int64_t jj0 = seg.jj0[si], len = seg.len[si];
+              int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
+              for (int64_t i = 0; i < len; ++i, ci += s_last)
+                if (ci >= 0 && ci < out_last) yr[ci] += cr[jj0 + i];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void conv_transpose_typed(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  Tensor& y = ctx.output(0);
+  const Dims& xd = x.dims();
+  const Dims& wd = w.dims();
+  int64_t group = ctx.attr_i("group", 1);
+  if (group < 1) ctx.fail("group must be >= 1, got {}", group);
+  if (wd.size() != xd.size() || xd.size() < 3)
+    ctx.fail("X {} and W {} must have the same rank >= 3", dims_str(xd), dims_str(wd));
+  if (xd[1] != wd[0] || xd[1] % group != 0)
+    ctx.fail("X {} and W {} do not agree: need C = W[0] and C % group == 0 (group {})", dims_str(xd),
+             dims_str(wd), group);
+  const int64_t batch = xd[0], channels = xd[1], maps = wd[1] * group;
+  if (y.dims().size() != xd.size() || y.dim(0) != batch || y.dim(1) != maps)
+    ctx.fail("output {} does not match X {} and W {}", dims_str(y.dims()), dims_str(xd), dims_str(wd));
+  ConvGeom g = read_geom(ctx, xd, Dims(wd.begin() + 2, wd.end()), y.dims());
+  std::string auto_pad = ctx.attr_s("auto_pad", "NOTSET");
+  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * g.nsp, 0));
+  std::vector<int64_t> out_pad = ctx.attr_ints("output_padding", std::vector<int64_t>(g.nsp, 0));
+  if (pads.size() != 2 * g.nsp || out_pad.size() != g.nsp)
+    ctx.fail("pads needs {} values and output_padding {}", 2 * g.nsp, g.nsp);
+  bool explicit_shape = ctx.has_attr("output_shape");
+  g.pad_begin.assign(g.nsp, 0);
+  for (size_t i = 0; i < g.nsp; ++i) {
+    int64_t ek = (g.kernel[i] - 1) * g.dilations[i] + 1;
+    if (explicit_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // total may be negative (output_shape larger than the natural extent); the
+      // halving rounds toward -inf as in the spec's reference formulas.
+      int64_t total = g.strides[i] * (g.in[i] - 1) + out_pad[i] + ek - g.out[i];
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? half : total - half;
+    } else if (auto_pad == "NOTSET") {
+      g.pad_begin[i] = pads[i];
+    }
+  }
+  const Tensor* bt = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (bt && bt->numel() != maps) ctx.fail("bias B has {} values, expected {}", bt->numel(), maps);
+  if (y.numel() == 0) return;
+  const T* bp = bt ? bt->data<T>() : nullptr;
+  if constexpr (std::is_same_v<T, float>)
+    conv_transpose_gemm_f32(g, batch, channels, maps, group, x.data<T>(), w.data<T>(), bp, y.data<T>());
+  else
+    conv_transpose_reference<T>(g, batch, channels, maps, group, x.data<T>(), w.data<T>(), bp, y.data<T>());
 }
 
 void conv_transpose_kernel(KernelContext& ctx) {
@@ -869,6 +956,29 @@ void conv_f32_for_test(bool reference, const Dims& x_dims, const Dims& w_dims, c
     conv_reference_f32(g, x_dims[0], x_dims[1], w_dims[0], group, x, w, b, y);
   else
     conv_gemm_f32(g, x_dims[0], x_dims[1], w_dims[0], group, x, w, b, y);
+}
+
+/// Test hook as above for ConvTranspose (W is [C, M/group, k...]; pads_begin resolved).
+void conv_transpose_f32_for_test(bool reference, const Dims& x_dims, const Dims& w_dims, const Dims& y_dims,
+                                 const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                                 const std::vector<int64_t>& pads_begin, int64_t group, const float* x,
+                                 const float* w, const float* b, float* y) {
+  ConvGeom g;
+  g.nsp = x_dims.size() - 2;
+  g.in.assign(x_dims.begin() + 2, x_dims.end());
+  g.out.assign(y_dims.begin() + 2, y_dims.end());
+  g.kernel.assign(w_dims.begin() + 2, w_dims.end());
+  g.strides = strides;
+  g.dilations = dilations;
+  g.pad_begin = pads_begin;
+  g.in_size = product(g.in);
+  g.out_size = product(g.out);
+  g.kernel_size = product(g.kernel);
+  const int64_t maps = w_dims[1] * group;
+  if (reference)
+    conv_transpose_reference<float>(g, x_dims[0], x_dims[1], maps, group, x, w, b, y);
+  else
+    conv_transpose_gemm_f32(g, x_dims[0], x_dims[1], maps, group, x, w, b, y);
 }
 
 void register_conv(Registry& r) {

@@ -2,7 +2,6 @@
 // ArrayFeatureExtractor.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <numbers>
 #include <string>
@@ -309,9 +308,8 @@ void tree_ensemble(KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(static_cast<acc_t<T>>(X.data<T>()[i]));
   }, "TreeEnsemble input");
-  const double top = Y.dtype() == DType::kFloat16 ? 65504.0
-                     : Y.dtype() == DType::kFloat ? std::numeric_limits<float>::max()
-                                                  : std::numeric_limits<double>::max();
+  // A target no leaf votes for stays 0, also under MIN and MAX (as onnxruntime; the
+  // ONNX Python reference starts MIN / MAX from the type's extremes instead).
   std::vector<double> acc(static_cast<size_t>(targets));
   std::vector<int64_t> hits(static_cast<size_t>(targets));
   for (int64_t r = 0; r < rows; ++r) {
@@ -328,10 +326,6 @@ void tree_ensemble(KernelContext& ctx) {
     }
     if (agg == 0 && !f.roots.empty())
       for (double& a : acc) a /= static_cast<double>(f.roots.size());
-    // MIN / MAX over no leaf: the output type's extreme, as the ONNX reference does
-    if (agg == 2 || agg == 3)
-      for (size_t t = 0; t < acc.size(); ++t)
-        if (hits[t] == 0) acc[t] = agg == 2 ? top : -top;
     post_transform(acc, post);
     dispatch_float(Y.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;

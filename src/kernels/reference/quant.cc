@@ -15,7 +15,7 @@ namespace onyx::kernels {
 namespace {
 
 /// How the scale / zero point map onto x: the element (o, a, i) of x viewed as
-/// [outer, axis_len, inner] uses parameter index()
+/// [outer, axis_len, inner] uses scale / zero point element index(o, a, i).
 struct QuantLayout {
   enum class Mode { kTensor, kAxis, kBlocked } mode = Mode::kTensor;
   int64_t outer = 1, axis_len = 1, inner = 1;
@@ -238,15 +238,18 @@ void dynamic_quantize_linear(KernelContext& ctx) {
     lo = std::min(lo, xp[k]);
     hi = std::max(hi, xp[k]);
   }
-  const float scale = (hi - lo) / 255.0f;
+  // An all-zero input has no range; scale 1 (as onnxruntime gives) keeps later
+  // divisions by the scale finite.
+  float scale = (hi - lo) / 255.0f;
+  if (scale == 0) scale = 1;
   float zpf = 0;
-  if (scale != 0 && std::isfinite(scale))
+  if (std::isfinite(scale))
     zpf = std::min(std::max(std::nearbyint(0.0f - lo / scale), 0.0f), 255.0f);
   const auto zp = static_cast<uint8_t>(zpf);
   uint8_t* yp = y.data<uint8_t>();
   for (int64_t k = 0; k < n; ++k) {
     float v = zpf;
-    if (scale != 0 && std::isfinite(scale) && !std::isnan(xp[k]))
+    if (std::isfinite(scale) && !std::isnan(xp[k]))
       v = std::nearbyint(xp[k] / scale) + zpf;
     yp[k] = static_cast<uint8_t>(std::min(std::max(v, 0.0f), 255.0f));
   }

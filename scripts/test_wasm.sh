@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds the core library with Emscripten (-msimd128) and runs a few ONNX node cases
+# under Node, checking the outputs as the native conformance runner does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+suite=${1:-../shared/conformance/onnx-node}
+build=build-wasm
+jobs=$(nproc)
+if [ ! -f "$build/build.ninja" ]; then
+  emcmake cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+export NODE_PATH=/usr/share/nodejs  # Debian emscripten finds its JS tools (acorn) there
+ninja -C "$build" -j"$jobs" onyx_wasm_check | grep -v '^\[' || true
+test -f "$build/onyx_wasm_check.js" || { echo "test_wasm.sh: the WebAssembly build failed" >&2; exit 1; }
+cases=(test_conv_with_strides_padding test_gemm_default_no_bias test_lstm_defaults
+       test_maxpool_2d_pads test_resize_upsample_scales_linear test_softmax_axis_0
+       test_loop11 test_if test_einsum_batch_matmul test_cast_FLOAT_to_FLOAT16
+       test_equal_string_broadcast test_string_concat_broadcasting)
+args=()
+for c in "${cases[@]}"; do args+=("$suite/$c"); done
+echo "wasm (Node $(node --version)):"
+NODE_PATH=/usr/share/nodejs node --no-experimental-fetch "$build/onyx_wasm_check.js" "${args[@]}"

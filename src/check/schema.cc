@@ -1,0 +1,226 @@
+#include "check/schema.h"
+
+#include <map>
+#include <memory>
+#include <sstream>
+
+namespace onyx::check {
+namespace {
+
+struct Row {
+  const char* domain;
+  const char* op;
+  int since, min_in, max_in, min_out, max_out;
+  bool deprecated;
+  const char* inputs;
+  const char* outputs;
+  const char* attrs;
+};
+
+#define ONYX_SCHEMA_TYPESETS
+const TypeSet kTypeSets[] = {
+#include "check/onnx112_schemas.inc"
+};
+#undef ONYX_SCHEMA_TYPESETS
+
+#define ONYX_SCHEMA_ROWS
+const Row kRows[] = {
+#include "check/onnx112_schemas.inc"
+};
+#undef ONYX_SCHEMA_ROWS
+
+ir::Attribute::Type attr_type(char c) {
+  using T = ir::Attribute::Type;
+  switch (c) {
+    case 'f': return T::kFloat;
+    case 'i': return T::kInt;
+    case 's': return T::kString;
+    case 't': return T::kTensor;
+    case 'g': return T::kGraph;
+    case 'F': return T::kFloats;
+    case 'I': return T::kInts;
+    case 'S': return T::kStrings;
+    case 'T': return T::kTensors;
+    case 'G': return T::kGraphs;
+    case 'p': return T::kSparseTensor;
+    case 'P': return T::kSparseTensors;
+    case 'y': return T::kTypeProto;
+    case 'Y': return T::kTypeProtos;
+    default: return T::kUndefined;
+  }
+}
+
+std::vector<std::string> words(const char* s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  std::string w;
+  while (in >> w) out.push_back(w);
+  return out;
+}
+
+// "name:type_str[?|*][~]:typeset"
+std::vector<FormalParam> params(const char* s) {
+  std::vector<FormalParam> out;
+  for (const std::string& w : words(s)) {
+    FormalParam p;
+    size_t a = w.find(':'), b = w.rfind(':');
+    p.name = w.substr(0, a);
+    std::string t = w.substr(a + 1, b - a - 1);
+    if (!t.empty() && t.back() == '~') {
+      p.homogeneous = false;
+      t.pop_back();
+    }
+    if (!t.empty() && (t.back() == '?' || t.back() == '*')) {
+      p.option = t.back();
+      t.pop_back();
+    }
+    p.type_str = t;
+    size_t idx = std::stoul(w.substr(b + 1));
+    p.types = idx < std::size(kTypeSets) ? &kTypeSets[idx] : nullptr;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+struct Table {
+  std::map<std::pair<std::string, std::string>, std::vector<std::unique_ptr<OpSchema>>> ops;
+};
+
+const Table& table() {
+  static const Table t = [] {
+    Table tb;
+    for (const Row& r : kRows) {
+      auto s = std::make_unique<OpSchema>();
+      s->domain = r.domain;
+      s->op = r.op;
+      s->since = r.since;
+      s->min_inputs = r.min_in;
+      s->max_inputs = r.max_in;
+      s->min_outputs = r.min_out;
+      s->max_outputs = r.max_out;
+      s->deprecated = r.deprecated;
+      s->inputs = params(r.inputs);
+      s->outputs = params(r.outputs);
+      for (const std::string& w : words(r.attrs)) {
+        AttrSchema a;
+        size_t c = w.find(':');
+        a.name = w.substr(0, c);
+        a.type = attr_type(w[c + 1]);
+        a.required = w.back() == '!';
+        s->attrs.push_back(std::move(a));
+      }
+      tb.ops[{s->domain, s->op}].push_back(std::move(s));  // rows are sorted by since
+    }
+    return tb;
+  }();
+  return t;
+}
+
+bool mask_allows(uint64_t mask, const ir::TypeInfo* elem_of) {
+  if (!elem_of) return mask != 0;  // element type unknown
+  if (elem_of->kind == ir::TypeInfo::Kind::kUnknown) return mask != 0;
+  if (elem_of->kind != ir::TypeInfo::Kind::kTensor) return false;
+  int code = static_cast<int>(elem_of->elem);
+  if (code <= 0) return mask != 0;
+  return code < 64 && (mask >> code & 1);
+}
+
+void add_names(std::string& out, uint64_t mask, const char* pre, const char* post) {
+  for (int c = 1; c < 64; ++c)
+    if (mask >> c & 1) {
+      if (!out.empty()) out += ", ";
+      out += pre;
+      out += dtype_name(static_cast<DType>(c));
+      out += post;
+    }
+}
+
+}  // namespace
+
+bool TypeSet::allows(const ir::TypeInfo& t) const {
+  using K = ir::TypeInfo::Kind;
+  switch (t.kind) {
+    case K::kUnknown: return true;
+    case K::kTensor: {
+      if (t.elem == DType::kUndefined) return tensor != 0;
+      int code = static_cast<int>(t.elem);
+      return code < 64 && (tensor >> code & 1);
+    }
+    case K::kSequence:
+      if (other) return true;  // seq(map(...)) may be meant
+      return mask_allows(seq, t.inner.get());
+    case K::kOptional: {
+      const ir::TypeInfo* in = t.inner.get();
+      if (in && in->kind == K::kSequence) return mask_allows(optseq, in->inner.get());
+      if (in && in->kind == K::kTensor) return mask_allows(opt, in);
+      return opt != 0 || optseq != 0;
+    }
+    case K::kMap:
+    case K::kSparseTensor: return other;
+  }
+  return true;
+}
+
+std::string TypeSet::str(const ir::TypeInfo* like) const {
+  using K = ir::TypeInfo::Kind;
+  std::string s;
+  K k = like ? like->kind : K::kUnknown;
+  bool all = k == K::kUnknown;
+  if (all || k == K::kTensor) add_names(s, tensor, "tensor(", ")");
+  if (all || k == K::kSequence) add_names(s, seq, "seq(tensor(", "))");
+  if (all || k == K::kOptional) {
+    add_names(s, opt, "optional(tensor(", "))");
+    add_names(s, optseq, "optional(seq(tensor(", ")))");
+  }
+  if (other && (all || k == K::kMap || k == K::kSparseTensor || k == K::kSequence))
+    s += s.empty() ? "map/sparse types" : ", map/sparse types";
+  return s.empty() ? "(none of this kind)" : s;
+}
+
+const AttrSchema* OpSchema::attr(std::string_view name) const {
+  for (const AttrSchema& a : attrs)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+const FormalParam* OpSchema::input_param(size_t i) const {
+  if (inputs.empty()) return nullptr;
+  if (i < inputs.size()) return &inputs[i];
+  return inputs.back().option == '*' ? &inputs.back() : nullptr;
+}
+
+const FormalParam* OpSchema::output_param(size_t i) const {
+  if (outputs.empty()) return nullptr;
+  if (i < outputs.size()) return &outputs[i];
+  return outputs.back().option == '*' ? &outputs.back() : nullptr;
+}
+
+int schema_max_opset(std::string_view domain) {
+  if (domain.empty() || domain == "ai.onnx") return ONYX_SCHEMA_MAX_OPSET_AI_ONNX;
+  if (domain == "ai.onnx.ml") return ONYX_SCHEMA_MAX_OPSET_AI_ONNX_ML;
+  if (domain == "ai.onnx.preview.training") return ONYX_SCHEMA_MAX_OPSET_AI_ONNX_PREVIEW_TRAINING;
+  return 0;
+}
+
+const OpSchema* find_schema(std::string_view domain, std::string_view op, int opset) {
+  const auto& ops = table().ops;
+  auto it = ops.find(std::pair<std::string, std::string>(domain, op));
+  if (it == ops.end()) return nullptr;
+  const OpSchema* best = nullptr;
+  for (const auto& s : it->second)
+    if (s->since <= opset) best = s.get();
+  return best;
+}
+
+std::vector<const OpSchema*> schema_versions(std::string_view domain, std::string_view op) {
+  std::vector<const OpSchema*> out;
+  const auto& ops = table().ops;
+  auto it = ops.find(std::pair<std::string, std::string>(domain, op));
+  if (it != ops.end())
+    for (const auto& s : it->second) out.push_back(s.get());
+  return out;
+}
+
+std::string schema_source() { return std::string("onnx ") + ONYX_SCHEMA_ONNX_VERSION; }
+
+}  // namespace onyx::check
