@@ -3,6 +3,7 @@
 #include "check/validate.h"
 
 #include <algorithm>
+#include <cctype>
 #include <queue>
 #include <set>
 
@@ -55,7 +56,7 @@ bool provides(const kernels::KernelDef& d, const std::string& provider) {
   return d.provider == provider;
 }
 
-/// Why two types cannot both describe one value ("" when they can).
+/// True when two types cannot both describe one value (kinds, dtypes, ranks or known dims differ).
 bool types_conflict(const ir::TypeInfo& a, const ir::TypeInfo& b) {
   if (a.kind == Kind::kUnknown || b.kind == Kind::kUnknown) return false;
   if (a.kind != b.kind) return true;
@@ -95,9 +96,25 @@ ir::TypeInfo merge_types(const ir::TypeInfo& inferred, const ir::TypeInfo& decla
   return r;
 }
 
+/// `t` as users read it: the placeholder dims of inference ("unk__3") shown as "?".
+std::string shown(const ir::TypeInfo& t) {
+  const std::string s = t.str();
+  std::string out;
+  for (size_t p = 0; p < s.size();) {
+    if (s.compare(p, 5, "unk__") == 0) {
+      p += 5;
+      while (p < s.size() && std::isdigit(static_cast<unsigned char>(s[p]))) ++p;
+      out += '?';
+    } else {
+      out += s[p++];
+    }
+  }
+  return out;
+}
+
 std::string type_text(const ir::TypeInfo* t) {
   if (!t || t->kind == Kind::kUnknown) return "?";
-  return t->str();
+  return shown(*t);
 }
 
 /// "tensor(float)" as the ONNX type strings read.
@@ -332,8 +349,8 @@ class Checker {
       else if (const ValueState* v = scope.find(o.name); v && !producer.count(o.name) &&
                                                          types_conflict(o.type, v->type))
         error(where, nullptr,
-              fmt::format("{}: output '{}' is declared {} but is {}", gl, o.name, o.type.str(),
-                          v->type.str()));
+              fmt::format("{}: output '{}' is declared {} but is {}", gl, o.name, shown(o.type),
+                          shown(v->type)));
     }
 
     auto& types = report_.types[&g];
@@ -425,8 +442,7 @@ class Checker {
 
   // ---- nodes ----
   /// Validates `n` against its schema; returns false when it found a fault.
-  bool check_schema(const ir::Node& n, const std::string& where, bool in_function,
-                    const OpSchema*& schema) {
+  bool check_schema(const ir::Node& n, const std::string& where, const OpSchema*& schema) {
     schema = nullptr;
     int max = schema_max_opset(n.domain);
     if (max == 0) return true;  // a domain the table does not cover
@@ -498,7 +514,6 @@ class Checker {
                                          ir::attribute_type_name(sa.type)));
         ok = false;
       }
-    (void)in_function;
     return ok;
   }
 
@@ -533,6 +548,23 @@ class Checker {
     return ok;
   }
 
+  /// Loop: each loop-carried initial value must fit the body input it binds to.
+  bool check_loop_carried(const ir::Node& n, const std::string& where,
+                          const std::vector<const ir::TypeInfo*>& types) {
+    const ir::Attribute* a = n.attr("body");
+    if (!a || !a->g) return true;
+    const ir::Graph& body = *a->g;
+    bool ok = true;
+    for (size_t k = 2; k < types.size() && k < body.inputs.size(); ++k) {
+      if (!types[k] || !types_conflict(*types[k], body.inputs[k].type)) continue;
+      node_error(where, n, fmt::format("loop-carried input {} '{}' is {}, but the body input it binds "
+                                       "to, '{}', is declared {}", k, n.inputs[k], shown(*types[k]),
+                                       body.inputs[k].name, shown(body.inputs[k].type)));
+      ok = false;
+    }
+    return ok;
+  }
+
   void check_node(const ir::Node& n, Scope& scope, const std::string& where, bool in_function,
                   const Declared& declared) {
     ++report_.nodes;
@@ -557,7 +589,7 @@ class Checker {
                                        "opset_import entry for it)", n.domain));
       ok = false;
     } else if (!fn) {
-      ok = check_schema(n, where, in_function, schema) && ok;
+      ok = check_schema(n, where, schema) && ok;
     }
 
     // Subgraphs see every value defined so far.
@@ -588,6 +620,7 @@ class Checker {
       const_values.push_back(v && v->is_const ? &v->value : nullptr);
     }
     if (ok && schema) ok = check_input_types(n, *schema, where, types);
+    if (ok && n.domain.empty() && n.op_type == "Loop") ok = check_loop_carried(n, where, types);
 
     std::vector<ir::TypeInfo> out_types(n.outputs.size());
     shape::ShapeFn sfn = fn ? nullptr : shape::shape_registry().find(n.domain, n.op_type);
@@ -616,8 +649,8 @@ class Checker {
       if (d != declared.end()) {
         if (types_conflict(*d->second.first, t)) {
           node_error(where, n, fmt::format("output {} '{}' is declared {} ({}), but its inputs make "
-                                           "it {}", i, o, d->second.first->str(), d->second.second,
-                                           t.str()));
+                                           "it {}", i, o, shown(*d->second.first), d->second.second,
+                                           shown(t)));
           ok = false;
         }
         t = merge_types(t, *d->second.first);

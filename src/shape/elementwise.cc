@@ -34,7 +34,10 @@ void require_dtype(const InferContext& ctx, size_t i, const std::vector<DType>& 
 
 ir::Shape legacy_rhs_shape(const InferContext& ctx, const ir::Shape& a, const ir::Shape& b) {
   if (ctx.attr_i("broadcast", 0) == 0) {
-    if (a.size() != b.size())
+    bool differ = a.size() != b.size();
+    for (size_t k = 0; !differ && k < a.size(); ++k)
+      differ = a[k].known() && b[k].known() && a[k].value != b[k].value;
+    if (differ)
       ctx.fail("without broadcast=1 (opset {}) both inputs must have the same shape, got {} and {}",
                ctx.opset(), ir::shape_str(a), ir::shape_str(b));
     return b;

@@ -35,6 +35,8 @@ void infer_batch_norm(InferContext& ctx) {
   for (size_t i = 1; i < ctx.num_outputs(); ++i) {
     if (!ctx.has_output(i)) continue;
     if (ctx.opset() >= 14 && i > 2) ctx.fail("BatchNormalization-{} has at most 3 outputs", ctx.opset());
+    if (ctx.opset() >= 14 && ctx.attr_i("training_mode", 0) == 0)
+      ctx.fail("output {} is only produced with training_mode=1 (this node has training_mode=0)", i);
     size_t src = i == 2 || i == 4 ? 4 : 3;
     DType dt = ctx.has_input(src) ? ctx.input_dtype(src) : ctx.input_dtype(0);
     if (spatial)

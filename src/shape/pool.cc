@@ -90,6 +90,15 @@ void infer_global_pool(InferContext& ctx) {
 
 void infer_max_unpool(InferContext& ctx) {
   DType dt = ctx.input_dtype(0);
+  if (ctx.has_shape(0) && ctx.input_rank(0) >= 3) {  // attribute sizes, also with output_shape
+    size_t nsp = ctx.input_rank(0) - 2;
+    size_t k = ctx.attr_ints("kernel_shape").size();
+    size_t st = ctx.attr_ints("strides", std::vector<int64_t>(nsp, 1)).size();
+    size_t p = ctx.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0)).size();
+    if (k != nsp) ctx.fail("kernel_shape has {} values, expected {} (one per spatial axis)", k, nsp);
+    if (st != nsp) ctx.fail("strides has {} values, expected {}", st, nsp);
+    if (p != 2 * nsp) ctx.fail("pads has {} values, expected {}", p, 2 * nsp);
+  }
   if (ctx.has_input(2)) {
     std::vector<int64_t> shape;
     if (ctx.input_ints(2, shape)) {

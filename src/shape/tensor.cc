@@ -231,6 +231,8 @@ void flatten_shape(InferContext& ctx) {
   const Shape& in = ctx.input_shape(0);
   int64_t r = static_cast<int64_t>(in.size());
   int64_t axis = ctx.attr_i("axis", 1);
+  if (axis < 0 && ctx.opset() < 11)
+    ctx.fail("axis {} is negative; Flatten accepts negative axes from opset 11 on", axis);
   if (axis < -r || axis > r) ctx.fail("axis {} is out of range [{}, {}]", axis, -r, r);
   if (axis < 0) axis += r;
   auto a = static_cast<size_t>(axis);
@@ -578,6 +580,8 @@ void constant_of_shape_shape(InferContext& ctx) {
     if (v->numel() != 1) ctx.fail("attribute 'value' must hold one element, got shape {}", dims_str(v->dims()));
     dt = v->dtype();
   }
+  if (ctx.has_shape(0) && ctx.input_rank(0) != 1)
+    ctx.fail("input 'input' (the output shape) must be a 1-D tensor, got rank {}", ctx.input_rank(0));
   std::vector<int64_t> dims;
   if (!ctx.input_ints(0, dims)) {
     int64_t n = vector_length(ctx, 0);

@@ -524,15 +524,18 @@ int run_graph(const GraphArgs& a) {
     out = a.format == "svg" ? svg
                             : html_page(std::filesystem::path(a.model).filename().string(), svg, r.data);
   }
-  if (a.output.empty() || a.output == "-") {
+  std::string path = a.output;
+  if (path.empty() && a.format != "dot" && isatty(1))  // not into a terminal: next to where we are
+    path = std::filesystem::path(a.model).stem().string() + "." + a.format;
+  if (path.empty() || path == "-") {
     std::cout << out;
     return 0;
   }
-  std::ofstream f(a.output, std::ios::binary);
+  std::ofstream f(path, std::ios::binary);
   f << out;
   f.close();
-  if (!f) fail(ErrorCode::kIo, "cannot write '{}'", a.output);
-  std::cerr << "onyx graph: wrote " << a.output << " (" << model->graph->nodes.size() << " nodes, "
+  if (!f) fail(ErrorCode::kIo, "cannot write '{}'", path);
+  std::cerr << "onyx graph: wrote " << path << " (" << model->graph->nodes.size() << " nodes, "
             << a.format << ")\n";
   if (report.errors())
     std::cerr << "onyx graph: the model has " << report.errors()
@@ -559,7 +562,9 @@ Action add_graph(CLI::App& app) {
       ->check(CLI::IsMember({"dot", "svg", "html"}))
       ->capture_default_str();
   sub->add_flag("--shapes", args->shapes, "label edges with inferred dtypes and shapes");
-  sub->add_option("-o,--output", args->output, "write here instead of standard output");
+  sub->add_option("-o,--output", args->output,
+                  "write here ('-': standard output); default: standard output, or MODEL.svg / "
+                  "MODEL.html in the current folder when standard output is a terminal");
   return [args] { return run_graph(*args); };
 }
 
