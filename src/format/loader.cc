@@ -257,31 +257,35 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
     default: check(t.int32_data.size(), count, "int32_data"); break;
   }
   Tensor out(dt, t.dims);
+  // memcpy from an empty vector's data() (null) is undefined even for 0 bytes.
+  auto copy_from = [&](const void* src, size_t n) {
+    if (n) std::memcpy(out.raw(), src, n);
+  };
   switch (dt) {
     case DType::kFloat:
       if (count == 0 && t.float_data.empty()) break;
       check(t.float_data.size(), count, "float_data");
-      std::memcpy(out.raw(), t.float_data.data(), count * 4);
+      copy_from(t.float_data.data(), count * 4);
       break;
     case DType::kComplex64:
       check(t.float_data.size(), count * 2, "float_data");
-      std::memcpy(out.raw(), t.float_data.data(), count * 8);
+      copy_from(t.float_data.data(), count * 8);
       break;
     case DType::kDouble:
       check(t.double_data.size(), count, "double_data");
-      std::memcpy(out.raw(), t.double_data.data(), count * 8);
+      copy_from(t.double_data.data(), count * 8);
       break;
     case DType::kComplex128:
       check(t.double_data.size(), count * 2, "double_data");
-      std::memcpy(out.raw(), t.double_data.data(), count * 16);
+      copy_from(t.double_data.data(), count * 16);
       break;
     case DType::kInt64:
       check(t.int64_data.size(), count, "int64_data");
-      std::memcpy(out.raw(), t.int64_data.data(), count * 8);
+      copy_from(t.int64_data.data(), count * 8);
       break;
     case DType::kUint64:
       check(t.uint64_data.size(), count, "uint64_data");
-      std::memcpy(out.raw(), t.uint64_data.data(), count * 8);
+      copy_from(t.uint64_data.data(), count * 8);
       break;
     case DType::kUint32: {
       check(t.uint64_data.size(), count, "uint64_data");
@@ -291,7 +295,7 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
     }
     case DType::kInt32:
       check(t.int32_data.size(), count, "int32_data");
-      std::memcpy(out.raw(), t.int32_data.data(), count * 4);
+      copy_from(t.int32_data.data(), count * 4);
       break;
     case DType::kInt16:
     case DType::kUint16:

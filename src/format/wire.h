@@ -85,6 +85,7 @@ class Wire {
         fail_model("malformed {}: packed field {} has {} bytes, not a multiple of {}", what_,
                    field, v.size(), sizeof(T));
       size_t n = v.size() / sizeof(T);
+      if (n == 0) return;  // out.data() may be null: no memcpy of 0 bytes
       size_t old = out.size();
       out.resize(old + n);
       std::memcpy(out.data() + old, v.data(), v.size());

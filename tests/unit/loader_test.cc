@@ -540,6 +540,22 @@ TEST(LoaderTensor, StringsScalarsAndEmptyTensors) {
   }
 }
 
+TEST(LoaderTensor, EmptyPackedFields) {
+  // Zero-length packed fields are valid protobuf and add no values.
+  TensorSpec t;
+  t.dims = {0};
+  for (uint32_t field : {1u, 4u, 5u, 7u, 10u, 11u}) t.extra += pb_bytes(field, "");
+  for (int32_t type : {kFloat, kDouble, kInt32, kInt64, kUint64}) {
+    t.data_type = type;
+    Tensor e = load_tensor(t);
+    EXPECT_EQ(e.dims(), (Dims{0}));
+  }
+  t.dims = {2};
+  t.data_type = kFloat;
+  t.extra += pb_bytes(4, raw_bytes(std::vector<float>{1, 2})) + pb_bytes(4, "");
+  EXPECT_EQ(values_of<float>(load_tensor(t)), (std::vector<float>{1, 2}));
+}
+
 TEST(LoaderTensor, TypedFieldCountMismatch) {
   TensorSpec t;
   t.name = "w";
