@@ -166,6 +166,11 @@ std::string json_text(const json& v) {
       return s;
     }
   }
+  if (v.is_object()) {  // "key: value; key: value" in the file's order of keys (sorted)
+    std::string s;
+    for (auto it = v.begin(); it != v.end(); ++it) s += (s.empty() ? "" : "; ") + it.key() + ": " + json_text(*it);
+    return s;
+  }
   return v.dump();
 }
 
@@ -371,6 +376,16 @@ std::string parity_section(const json& p) {
       << c.value("sequences", 0) << " sequences identical, character error rate "
       << short_num(100.0 * c.value("cer", 0.0)) << "%.\n";
   }
+  if (p.contains("boxes") && p["boxes"].is_object()) {
+    const json& b = p["boxes"];
+    auto share = [&](const char* k) { return b.contains(k) && b[k].is_number() ? short_num(100.0 * b[k].get<double>()) + "%" : "-"; };
+    auto num = [&](const char* k) { return b.contains(k) ? n(b[k]) : std::string("-"); };
+    o << "\nBox decoding of " << code(b.value("output", "?")) << " (" << b.value("box_format", "?") << ", score >= "
+      << num("score_threshold") << ", NMS IoU " << num("iou_threshold") << "): recall " << share("recall") << ", precision "
+      << share("precision") << " at IoU >= " << num("match_iou") << ", mean IoU of matched boxes "
+      << (b.contains("mean_iou") && b["mean_iou"].is_number() ? short_num(b["mean_iou"].get<double>()) : std::string("n/a"))
+      << " (" << b.value("images", 0) << " images, " << b.value("reference_boxes", 0) << " reference boxes).\n";
+  }
   return o.str();
 }
 
@@ -448,7 +463,7 @@ std::string render_card(const json& block, const json& facts) {
       o << "| | |\n|---|---|\n";
       o << "| Blank index | " << (*post)["blank"].get<int64_t>() << " |\n";
       o << "| Alphabet | " << a.size() << " symbols: " << code(joined) << " |\n";
-      kv_rows(o, *post, {{"output", "Output"}, {"layout", "Layout"}, {"notes", "Notes"}});
+      kv_rows(o, *post, {{"output", "Output"}, {"layout", "Layout"}, {"decoder", "Decoder"}, {"notes", "Notes"}});
     } else if (t == "boxes") {
       o << "Box decoding and non-maximum suppression outside the graph.\n\n| | |\n|---|---|\n";
       kv_rows(o, *post, {{"output", "Output"}, {"box_format", "Box format"}, {"coordinates", "Coordinates"},
@@ -480,6 +495,17 @@ std::string render_card(const json& block, const json& facts) {
   } else {
     o << "Not stated (no export section in the `--meta` file).\n";
   }
+  if (const json* ev = member(meta, "evaluation")) {
+    o << "\n## Evaluation\n\n";
+    if (ev->is_object()) {
+      o << "| | |\n|---|---|\n";
+      kv_rows(o, *ev, {{"dataset", "Dataset"}, {"samples", "Samples"}, {"exact_string_accuracy", "Exact-string accuracy"},
+                       {"character_error_rate", "Character error rate"}, {"accuracy", "Accuracy"}, {"runtime", "Run with"},
+                       {"script", "Script"}, {"command", "Command"}, {"date", "Date"}});
+    } else {
+      o << md_cell(json_text(*ev)) << "\n";
+    }
+  }
   o << "\n## Parity\n\n";
   if (block.contains("parity") && block["parity"].is_object()) o << parity_section(block["parity"]);
   else o << "Not measured (make the card with `--parity FILE.json`, the output of `onyx parity --json`).\n";
@@ -491,7 +517,7 @@ std::string render_card(const json& block, const json& facts) {
   bool other = false;
   for (auto it = meta.begin(); it != meta.end(); ++it) {
     static const char* known[] = {"name", "description", "version", "license", "authors", "intended_use", "limitations",
-                                  "preprocessing", "postprocessing", "outside_graph", "export"};
+                                  "preprocessing", "postprocessing", "outside_graph", "export", "evaluation"};
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) != std::end(known)) continue;
     if (!other) o << "\n## Other\n\n| | |\n|---|---|\n", other = true;
     o << "| " << md_cell(it.key()) << " | " << md_cell(json_text(*it)) << " |\n";
@@ -511,9 +537,10 @@ json parity_summary(const std::string& path, const std::string& sha) {
     fail_arg("--parity {}: these results are for a model with sha256 {}, not this file ({}); rerun onyx parity on it", path,
              their.empty() ? "(none)" : their, sha);
   json s;
-  for (const char* k : {"reference", "reference_source", "rtol", "atol", "samples", "passed", "failed", "pass", "date", "ctc"})
+  for (const char* k : {"reference", "reference_source", "rtol", "atol", "samples", "passed", "failed", "pass", "date", "ctc", "boxes"})
     if (p.contains(k)) s[k] = p[k];
   if (s.contains("ctc") && s["ctc"].is_object()) s["ctc"].erase("mismatches");
+  if (s.contains("boxes") && s["boxes"].is_object()) s["boxes"].erase("differences");
   s["outputs"] = json::array();
   for (const auto& o : p.value("outputs", json::array())) {
     json x;

@@ -409,9 +409,10 @@ aside h3{font-size:12px;text-transform:uppercase;color:#5b6478;margin:14px 0 4px
 aside table{border-collapse:collapse;width:100%}
 aside td{padding:2px 4px;vertical-align:top;border-bottom:1px solid #eceff4;word-break:break-all}
 aside td:first-child{color:#44506a;white-space:nowrap;word-break:normal}
-#results{margin:0;padding:0;list-style:none}
+#results{margin:0 0 8px;padding:0;list-style:none;max-height:35vh;overflow:auto}
 #results li{padding:3px 4px;cursor:pointer;border-bottom:1px solid #eceff4}
 #results li:hover{background:#eef3fb}
+#results li.cur{background:#dbe8fb;font-weight:600}
 .muted{color:#7a8499}
 .io{padding:3px 4px;border-bottom:1px solid #eceff4}
 .io .nm{word-break:break-all}
@@ -433,16 +434,45 @@ const char* kHtmlTail = R"HTML(</div>
 <aside id="side"><h2>Details</h2><p class="muted" id="hint">Click a node, or search by name or op type.</p>
 <h3 id="rh" hidden>Matches</h3><ul id="results"></ul><div id="details"></div></aside></main>
 <script>
+// onyx-find begin: ids of the entries of DATA whose name or op type contains the text
+// (case-insensitive): inputs, then nodes in graph order, then outputs (the JSON keys come
+// sorted as strings, n10 before n9). Pure, so tests/check/graph_test.py runs it under Node.
+function onyxFind(data,text){
+  var s=String(text).trim().toLowerCase(),hits=[];
+  if(!s)return hits;
+  Object.keys(data).forEach(function(id){var d=data[id];
+    if((d.name||'').toLowerCase().indexOf(s)>=0||(d.op||'').toLowerCase().indexOf(s)>=0)hits.push(id);});
+  function rank(id){var m=/^(in|n|out)([0-9]+)$/.exec(id);return m?[{'in':0,n:1,out:2}[m[1]],+m[2]]:[3,0];}
+  return hits.sort(function(a,b){var x=rank(a),y=rank(b);return x[0]-y[0]||x[1]-y[1]||(a<b?-1:a>b?1:0);});
+}
+// onyx-find end
 (function(){
 var DATA=JSON.parse(document.getElementById('onyx-data').textContent);
 var view=document.getElementById('view'),svg=view.querySelector('svg');
 var q=document.getElementById('q'),count=document.getElementById('count');
 var results=document.getElementById('results'),rh=document.getElementById('rh'),details=document.getElementById('details');
 var vb=svg.viewBox.baseVal,scale=1,hits=[],cur=-1;
+// Scale 1 is the size Graphviz drew (1 pt = 4/3 CSS px): 9 pt node names read as 12 px.
+var PX=4/3;
 svg.removeAttribute('width');svg.removeAttribute('height');
-function zoom(s){scale=Math.max(0.05,Math.min(8,s));svg.style.width=(vb.width*scale)+'px';svg.style.height=(vb.height*scale)+'px';}
-function fit(){zoom(Math.min(1.5,(view.clientWidth-20)/vb.width));}
-function start(){var f=(view.clientWidth-20)/vb.width;zoom(f<0.6?0.8:Math.min(1.5,f));view.scrollLeft=(view.scrollWidth-view.clientWidth)/2;}
+function zoom(s){
+  var v=view.getBoundingClientRect(),r=svg.getBoundingClientRect();
+  var fx=r.width?(v.left+v.width/2-r.left)/r.width:0.5,fy=r.height?(v.top+v.height/2-r.top)/r.height:0;
+  scale=Math.max(0.05,Math.min(8,s));
+  svg.style.width=(vb.width*PX*scale)+'px';svg.style.height=(vb.height*PX*scale)+'px';
+  r=svg.getBoundingClientRect();  // keep the point at the centre of the view in place
+  view.scrollLeft+=r.left+fx*r.width-(v.left+v.width/2);view.scrollTop+=r.top+fy*r.height-(v.top+v.height/2);
+}
+function fitScale(){return (view.clientWidth-20)/(vb.width*PX);}
+function fit(){zoom(Math.min(1.1,fitScale()));}
+// A graph wider than the view starts at full size (not shrunk to unreadable text), at its first input.
+function start(){
+  var f=fitScale();zoom(f<0.75?1:Math.min(1.1,f));
+  var g=svg.querySelector('g.node[id^="in"]')||svg.querySelector('g.node');if(!g)return;
+  var r=g.getBoundingClientRect(),v=view.getBoundingClientRect();
+  view.scrollLeft+=r.left-v.left-(v.width-r.width)/2;
+  if(r.bottom>v.bottom)view.scrollTop+=r.top-v.top-12;  // inputs are normally at the top: keep the title
+}
 document.getElementById('zin').onclick=function(){zoom(scale*1.25);};
 document.getElementById('zout').onclick=function(){zoom(scale/1.25);};
 document.getElementById('zfit').onclick=fit;
@@ -454,6 +484,8 @@ function show(id){
   var d=DATA[id];if(!d)return;
   document.querySelectorAll('g.node.sel').forEach(function(g){g.classList.remove('sel');});
   var g=document.getElementById(id);if(g)g.classList.add('sel');
+  results.querySelectorAll('li').forEach(function(li){li.classList.toggle('cur',li.dataset.id===id);
+    if(li.dataset.id===id)li.scrollIntoView({block:'nearest'});});
   document.getElementById('hint').hidden=true;details.innerHTML='';details.appendChild(el('h2',label(d)));
   var t=el('table');
   if(d.kind==='node'){
@@ -474,15 +506,12 @@ function reveal(id){
   view.scrollLeft+=r.left-v.left-(v.width-r.width)/2;view.scrollTop+=r.top-v.top-(v.height-r.height)/2;
 }
 function search(){
-  var s=q.value.trim().toLowerCase();
   document.querySelectorAll('g.node.hit').forEach(function(g){g.classList.remove('hit');});
-  hits=[];cur=-1;results.innerHTML='';
-  if(!s){count.textContent='';rh.hidden=true;return;}
-  Object.keys(DATA).forEach(function(id){var d=DATA[id];
-    if((d.name||'').toLowerCase().indexOf(s)>=0||(d.op||'').toLowerCase().indexOf(s)>=0)hits.push(id);});
+  hits=onyxFind(DATA,q.value);cur=-1;results.innerHTML='';
+  if(!q.value.trim()){count.textContent='';rh.hidden=true;return;}
   hits.forEach(function(id){var g=document.getElementById(id);if(g)g.classList.add('hit');});
   count.textContent=hits.length+' match'+(hits.length===1?'':'es');rh.hidden=!hits.length;
-  hits.slice(0,200).forEach(function(id){var li=el('li',label(DATA[id]));li.onclick=function(){show(id);reveal(id);};results.appendChild(li);});
+  hits.slice(0,200).forEach(function(id){var li=el('li',label(DATA[id]));li.dataset.id=id;li.onclick=function(){show(id);reveal(id);};results.appendChild(li);});
 }
 q.addEventListener('input',search);
 q.addEventListener('keydown',function(e){if(e.key==='Enter'&&hits.length){cur=(cur+1)%hits.length;show(hits[cur]);reveal(hits[cur]);}});

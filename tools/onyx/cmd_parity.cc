@@ -19,6 +19,7 @@
 #include "base/half.h"
 #include "base/sha256.h"
 #include "onyx/session.h"
+#include "post/boxes.h"
 #include "post/ctc.h"
 #include "tools/onyx/commands.h"
 #include "tools/onyx/dataset.h"
@@ -35,6 +36,10 @@ struct ParityArgs {
   double rtol = 1e-3, atol = 1e-4;
   std::string decode, alphabet, decode_output, ctc_layout = "ntc";
   int64_t blank = 0;
+  double score_threshold = 0.25, iou_threshold = 0.45;
+  int64_t max_detections = 300;
+  std::string box_format = "cxcywh";
+  bool box_options_given = false;  ///< any of the --decode boxes options on the command line
   std::string report;
   bool json = false;
   int threads = 1;
@@ -208,13 +213,58 @@ std::string read_text_file(const std::string& path, const char* what) {
   return ss.str();
 }
 
+/// Index of the output `--decode-output` names (the first output when it is empty).
+size_t decode_output_index(const std::vector<IoInfo>& outs, const std::string& name) {
+  if (name.empty()) return 0;
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (outs[i].name == name) return i;
+  std::string names;
+  for (const auto& o : outs) names += (names.empty() ? "" : ", ") + o.name;
+  fail_arg("--decode-output {}: the model has no output of that name (its outputs: {})", name, names);
+}
+
+/// Decodes the boxes of one output in onyx and in the reference and matches them.
+void compare_boxes(const std::string& sample, const Tensor& got, const Tensor& want, const BoxSummary& box,
+                   SampleResult& sr) {
+  auto dg = post::decode_boxes(got, box.options);
+  auto dw = post::decode_boxes(want, box.options);
+  SampleBoxes& sb = sr.boxes;
+  sb.decoded = true;
+  for (size_t k = 0; k < dg.size() && k < dw.size(); ++k) {
+    post::BoxMatch m = post::match_detections(dg[k], dw[k], box.match_iou);
+    ++sb.images;
+    sb.match.add(m);
+    for (double iou : m.pair_iou) sb.min_iou = std::min(sb.min_iou, iou);
+    if (m.matched == m.got && m.matched == m.want) ++sb.images_agree;
+    else sb.differences.push_back({sample, static_cast<int64_t>(k), m.got, m.want, m.matched, m.mean_iou()});
+  }
+  if (dg.size() != dw.size())
+    fail_arg("output '{}' holds {} image(s) in onyx and {} in the reference ({} vs {}); boxes were not compared",
+             box.output, dg.size(), dw.size(), dims_str(got.dims()), dims_str(want.dims()));
+}
+
 int run_parity(const ParityArgs& a) {
   if (!(a.rtol >= 0) || !(a.atol >= 0)) fail_arg("--rtol and --atol must be >= 0");
-  bool ctc = a.decode == "ctc";
-  if (!a.decode.empty() && !ctc)
-    fail_arg("--decode {}: unknown decoder; 'ctc' (greedy CTC) is supported", a.decode);
-  if (!ctc && (!a.alphabet.empty() || !a.decode_output.empty()))
-    fail_arg("--alphabet and --decode-output need --decode ctc");
+  bool ctc = a.decode == "ctc", boxes = a.decode == "boxes";
+  if (!a.decode.empty() && !ctc && !boxes)
+    fail_arg("--decode {}: unknown decoder; 'ctc' (greedy CTC) and 'boxes' (YOLO-style detections) are supported", a.decode);
+  if (!ctc && !a.alphabet.empty()) fail_arg("--alphabet needs --decode ctc");
+  if (!ctc && !boxes && !a.decode_output.empty()) fail_arg("--decode-output needs --decode ctc or --decode boxes");
+  if (!boxes && a.box_options_given)
+    fail_arg("--score-threshold, --iou-threshold, --max-detections and --box-format need --decode boxes");
+  post::BoxDecodeOptions box_opt;
+  if (boxes) {
+    if (a.box_format != "cxcywh" && a.box_format != "xyxy")
+      fail_arg("--box-format must be cxcywh or xyxy, got '{}'", a.box_format);
+    box_opt.format = a.box_format == "xyxy" ? post::BoxFormat::kXyxy : post::BoxFormat::kCxCyWh;
+    box_opt.score_threshold = a.score_threshold;
+    box_opt.iou_threshold = a.iou_threshold;
+    box_opt.max_detections = a.max_detections;
+    if (!std::isfinite(a.score_threshold)) fail_arg("--score-threshold must be a finite number, got {}", a.score_threshold);
+    if (!(a.iou_threshold >= 0 && a.iou_threshold <= 1))
+      fail_arg("--iou-threshold must be in [0, 1], got {}", a.iou_threshold);
+    if (a.max_detections < 0) fail_arg("--max-detections must be 0 (no limit) or more, got {}", a.max_detections);
+  }
   if (a.ctc_layout != "ntc" && a.ctc_layout != "tnc") fail_arg("--ctc-layout must be ntc or tnc, got '{}'", a.ctc_layout);
   if (!a.report.empty()) {
     std::string ext = fs::path(a.report).extension().string();
@@ -291,23 +341,25 @@ int run_parity(const ParityArgs& a) {
     s.name = o.name;
     r.outputs.push_back(s);
   }
-  size_t ctc_out = 0;
+  size_t ctc_out = 0, box_out = 0;
+  if (boxes) {
+    box_out = decode_output_index(outs_info, a.decode_output);
+    r.boxes.enabled = true;
+    r.boxes.output = outs_info[box_out].name;
+    r.boxes.options = box_opt;
+    const IoInfo& bo = outs_info[box_out];
+    if (bo.has_shape && bo.dims.size() != 2 && bo.dims.size() != 3)
+      fail_arg("--decode boxes: output '{}' is {}; box decoding needs [N, boxes, 5 + classes] or [boxes, 5 + classes] "
+               "(name the output with --decode-output)", bo.name, bo.type);
+    if (bo.has_shape && !bo.dims.empty() && bo.dims.back() >= 0 && bo.dims.back() < 6)
+      fail_arg("--decode boxes: output '{}' is {}; its last dim must hold 4 box numbers, the objectness and at least "
+               "one class score (6 or more)", bo.name, bo.type);
+  }
   if (ctc) {
     r.ctc.enabled = true;
     r.ctc.blank = a.blank;
     r.ctc.has_alphabet = !alphabet.empty();
-    if (a.decode_output.empty()) {
-      ctc_out = 0;
-    } else {
-      ctc_out = outs_info.size();
-      for (size_t i = 0; i < outs_info.size(); ++i)
-        if (outs_info[i].name == a.decode_output) ctc_out = i;
-      if (ctc_out == outs_info.size()) {
-        std::string names;
-        for (const auto& o : outs_info) names += (names.empty() ? "" : ", ") + o.name;
-        fail_arg("--decode-output {}: the model has no output of that name (its outputs: {})", a.decode_output, names);
-      }
-    }
+    ctc_out = decode_output_index(outs_info, a.decode_output);
     r.ctc.output = outs_info[ctc_out].name;
     if (a.blank < 0) fail_arg("--blank {}: the blank is a class index, 0 or more", a.blank);
     const IoInfo& co = outs_info[ctc_out];
@@ -385,6 +437,7 @@ int run_parity(const ParityArgs& a) {
           note_once("output '" + outs_info[oi].name + "' is " + std::string(dtype_name(got[oi].tensor().dtype())) +
                     " in onyx and " + std::string(dtype_name(want->dtype())) + " in the reference; values are compared");
         any = true;
+        if (boxes && oi == box_out) compare_boxes(in.name, got[oi].tensor(), *want, r.boxes, sr);
         if (ctc && oi == ctc_out && c.compared) {
           auto seq_got = post::ctc_greedy_decode(got[oi].tensor(), a.blank, layout);
           auto seq_want = post::ctc_greedy_decode(*want, a.blank, layout);
@@ -453,6 +506,15 @@ int run_parity(const ParityArgs& a) {
       if (c.top1_rows) s.top1_applicable = true;
       if (c.ratio > s.worst_ratio) s.worst_ratio = c.ratio, s.worst_sample = sr.name;
     }
+    if (sr.boxes.decoded && sr.error.empty()) {
+      BoxSummary& b = r.boxes;
+      b.images += sr.boxes.images;
+      b.images_agree += sr.boxes.images_agree;
+      b.total.add(sr.boxes.match);
+      b.min_iou = std::min(b.min_iou, sr.boxes.min_iou);
+      for (const auto& d : sr.boxes.differences)
+        if (b.differences.size() < 50) b.differences.push_back(d);
+    }
     r.samples.push_back(std::move(sr));
   }
   progress.update(inputs.size(), "");
@@ -490,7 +552,14 @@ Action add_parity(CLI::App& app) {
       "lowest cosine similarity and, for scores (last dim > 1), top-1 agreement.\n"
       "--decode ctc also decodes an output greedily (arg-max, collapse repeats, drop the\n"
       "blank) in onyx and in the reference and reports the exact-match rate and the\n"
-      "character error rate.\n\n"
+      "character error rate.\n"
+      "--decode boxes decodes a YOLO-style output [N, boxes, 5 + classes] (box, objectness,\n"
+      "class scores) in onyx and in the reference: confidence = objectness * class score,\n"
+      "the best class per box, boxes below --score-threshold dropped, per-class NMS at\n"
+      "--iou-threshold, at most --max-detections per image. Onyx's boxes are matched with\n"
+      "the reference's (the ground truth) greedily by score, same class, IoU >= 0.5; it\n"
+      "reports recall, precision and the mean IoU of the matched pairs, per sample and\n"
+      "overall, and the images whose boxes differ.\n\n"
       "Exit status: 0 when every sample is within tolerance, 1 when any is not (or on an\n"
       "error). Progress with an ETA goes to stderr when it is a terminal.");
   sub->add_option("model", args->model, "the .onnx file")->required();
@@ -498,16 +567,30 @@ Action add_parity(CLI::App& app) {
   sub->add_option("--reference", args->reference, "dataset folder of reference outputs, same sample names")->required();
   sub->add_option("--rtol", args->rtol, "relative tolerance (default 1e-3)");
   sub->add_option("--atol", args->atol, "absolute tolerance (default 1e-4)");
-  sub->add_option("--decode", args->decode, "decode an output before comparing text: 'ctc' (greedy CTC)");
+  sub->add_option("--decode", args->decode,
+                  "decode an output and compare the results: 'ctc' (greedy CTC, text) or 'boxes' (YOLO-style "
+                  "detections after NMS, matched by IoU)");
   sub->add_option("--alphabet", args->alphabet,
                   "--decode ctc: FILE with the symbols, one per line, or one line with one symbol per "
                   "character. It lists the non-blank classes in order, or every class with a placeholder "
                   "at the blank. Without it labels are compared as numbers");
   sub->add_option("--blank", args->blank, "--decode ctc: index of the blank class (default 0)");
-  sub->add_option("--decode-output", args->decode_output, "--decode ctc: the output holding the scores (default the first)");
+  sub->add_option("--decode-output", args->decode_output,
+                  "--decode ctc|boxes: the output holding the scores or the box candidates (default the first)");
   sub->add_option("--ctc-layout", args->ctc_layout,
                   "--decode ctc: axes of rank-3 scores, ntc ([batch, time, class], default) or tnc "
                   "([time, batch, class]); rank 2 is [time, class]");
+  auto* box_opts = sub->add_option_group("box decoding");
+  box_opts->add_option("--score-threshold", args->score_threshold,
+                       "--decode boxes: keep boxes whose objectness * class score is at least this (default 0.25)");
+  box_opts->add_option("--iou-threshold", args->iou_threshold,
+                       "--decode boxes: NMS drops a box whose IoU with a higher-scored box of its class is above "
+                       "this (default 0.45)");
+  box_opts->add_option("--max-detections", args->max_detections,
+                       "--decode boxes: boxes kept per image after NMS, highest scores first; 0: no limit (default 300)");
+  box_opts->add_option("--box-format", args->box_format,
+                       "--decode boxes: the 4 box numbers of a row: cxcywh (centre, width, height; default) or xyxy "
+                       "(corners)");
   sub->add_option("--report", args->report,
                   "write a report to FILE.html (self-contained) or FILE.md (histograms as .svg next to it): "
                   "tables, the worst samples and a histogram of the errors");
@@ -515,7 +598,10 @@ Action add_parity(CLI::App& app) {
   sub->add_option("--threads", args->threads, "worker threads (default 1)")->check(CLI::Range(1, 256));
   sub->add_option("--worst", args->worst, "how many worst samples to name (default 5)")->check(CLI::Range(1, 1000));
   sub->add_option("--limit", args->limit, "compare only the first N samples (natural order of names)")->check(CLI::Range(int64_t{1}, INT64_MAX));
-  return [args] { return run_parity(*args); };
+  return [args, box_opts] {
+    args->box_options_given = !box_opts->get_options([](const CLI::Option* o) { return o->count() > 0; }).empty();
+    return run_parity(*args);
+  };
 }
 
 }  // namespace onyx::cli

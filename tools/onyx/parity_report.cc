@@ -80,6 +80,28 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+/// A share in [0, 1] as "84.62%".
+std::string pct_of(double share) { return fixed(100.0 * share, 2) + "%"; }
+
+const char* format_name(post::BoxFormat f) { return f == post::BoxFormat::kXyxy ? "xyxy" : "cxcywh"; }
+
+/// "score >= 0.25, NMS IoU 0.45, at most 300 per image, cxcywh"
+std::string box_settings(const BoxSummary& b) {
+  const auto& o = b.options;
+  return std::string(format_name(o.format)) + " boxes, score >= " + short_num(o.score_threshold) + ", NMS IoU " +
+         short_num(o.iou_threshold) + ", " +
+         (o.max_detections > 0 ? "at most " + std::to_string(o.max_detections) + " per image" : "no detection limit");
+}
+
+/// "11 of 13 reference boxes found (recall 84.62%), 11 of 12 onyx boxes matched (precision 91.67%)"
+std::string box_counts(const post::BoxMatch& m) {
+  return std::to_string(m.matched) + " of " + std::to_string(m.want) + " reference boxes found (recall " +
+         pct_of(m.recall()) + "), " + std::to_string(m.matched) + " of " + std::to_string(m.got) +
+         " onyx boxes matched (precision " + pct_of(m.precision()) + ")";
+}
+
+std::string iou_text(double v) { return std::isnan(v) ? "n/a" : fixed(v, 4); }
+
 const OutputCompare* worst_output(const ParityResult& r, const SampleResult& s, size_t* index = nullptr) {
   for (size_t i = 0; i < r.outputs.size() && i < s.outputs.size(); ++i)
     if (r.outputs[i].name == s.worst_output) {
@@ -343,6 +365,37 @@ std::vector<Block> build_doc(const ParityResult& r, bool markdown) {
     }
   }
 
+  if (r.boxes.enabled) {
+    const BoxSummary& b = r.boxes;
+    doc.push_back(heading("Box decoding"));
+    doc.push_back(para("Output " + b.output + " decoded as YOLO-style detections in onyx and in the reference (" +
+                       box_settings(b) + "; confidence = objectness * class score, best class per box, per-class NMS). "
+                       "Onyx's boxes are matched with the reference's greedily by score, same class, IoU >= " +
+                       short_num(b.match_iou) + "."));
+    Block t{Block::kTable};
+    t.header = {{"images"}, {"images agreeing"}, {"reference boxes"}, {"onyx boxes"}, {"matched"},
+                {"recall"}, {"precision"}, {"mean IoU"}, {"lowest IoU"}};
+    t.rows.push_back({{std::to_string(b.images)},
+                      {std::to_string(b.images_agree) + " (" + pct(b.images_agree, b.images) + ")", false,
+                       b.images_agree == b.images ? "pass" : "fail"},
+                      {std::to_string(b.total.want)}, {std::to_string(b.total.got)}, {std::to_string(b.total.matched)},
+                      {pct_of(b.total.recall())}, {pct_of(b.total.precision())}, {iou_text(b.total.mean_iou())},
+                      {b.total.matched ? fixed(b.min_iou, 4) : "n/a"}});
+    doc.push_back(t);
+    doc.push_back(para("Recall: share of the reference's boxes that onyx found; precision: share of onyx's boxes "
+                       "that the reference has; both are 100% when there is nothing to find or nothing found. "
+                       "An image agrees when every box on both sides is matched."));
+    if (!b.differences.empty()) {
+      Block m{Block::kTable};
+      m.header = {{"sample"}, {"image"}, {"reference boxes"}, {"onyx boxes"}, {"matched"}, {"mean IoU"}};
+      for (const auto& x : b.differences)
+        m.rows.push_back({{x.sample, true}, {std::to_string(x.image)}, {std::to_string(x.want)}, {std::to_string(x.got)},
+                          {std::to_string(x.matched)}, {iou_text(x.mean_iou)}});
+      doc.push_back(heading(b.differences.size() < 50 ? "Images whose boxes differ" : "Images whose boxes differ (the first 50)", 3));
+      doc.push_back(m);
+    }
+  }
+
   doc.push_back(heading("Worst samples"));
   doc.push_back(para("Ranked by the largest |onyx - ref| / (atol + rtol * |ref|) over all elements of all outputs; "
                      "above 1 is outside tolerance."));
@@ -500,6 +553,36 @@ nlohmann::json parity_json(const ParityResult& r) {
   } else {
     j["ctc"] = nullptr;
   }
+  auto iou_json = [](double v) { return std::isnan(v) ? json(nullptr) : json(v); };
+  auto match_json = [&](json& x, const post::BoxMatch& m) {
+    x["reference_boxes"] = m.want;
+    x["onyx_boxes"] = m.got;
+    x["matched"] = m.matched;
+    x["recall"] = m.recall();
+    x["precision"] = m.precision();
+    x["mean_iou"] = iou_json(m.mean_iou());
+  };
+  if (r.boxes.enabled) {
+    const BoxSummary& b = r.boxes;
+    json x;
+    x["output"] = b.output;
+    x["box_format"] = format_name(b.options.format);
+    x["score_threshold"] = b.options.score_threshold;
+    x["iou_threshold"] = b.options.iou_threshold;
+    x["max_detections"] = b.options.max_detections;
+    x["match_iou"] = b.match_iou;
+    x["images"] = b.images;
+    x["images_agree"] = b.images_agree;
+    match_json(x, b.total);
+    x["min_iou"] = b.total.matched ? json(b.min_iou) : json(nullptr);
+    x["differences"] = json::array();
+    for (const auto& d : b.differences)
+      x["differences"].push_back({{"sample", d.sample}, {"image", d.image}, {"reference_boxes", d.want},
+                                  {"onyx_boxes", d.got}, {"matched", d.matched}, {"mean_iou", iou_json(d.mean_iou)}});
+    j["boxes"] = x;
+  } else {
+    j["boxes"] = nullptr;
+  }
   auto sample_json = [&](const SampleResult& s) {
     json x;
     x["name"] = s.name;
@@ -529,6 +612,14 @@ nlohmann::json parity_json(const ParityResult& r) {
       outs[r.outputs[i].name] = o;
     }
     x["outputs"] = outs;
+    if (s.boxes.decoded) {
+      json b;
+      b["images"] = s.boxes.images;
+      b["images_agree"] = s.boxes.images_agree;
+      match_json(b, s.boxes.match);
+      b["min_iou"] = s.boxes.match.matched ? json(s.boxes.min_iou) : json(nullptr);
+      x["boxes"] = b;
+    }
     return x;
   };
   j["worst_samples"] = json::array();
@@ -571,6 +662,17 @@ std::string parity_text(const ParityResult& r) {
     for (size_t i = 0; i < c.mismatches.size() && i < 5; ++i)
       o << "  " << c.mismatches[i].sample << "[" << c.mismatches[i].index << "]: onyx \"" << c.mismatches[i].got
         << "\", reference \"" << c.mismatches[i].want << "\"\n";
+  }
+  if (r.boxes.enabled) {
+    const BoxSummary& b = r.boxes;
+    o << "\nboxes (" << b.output << ", " << box_settings(b) << "), matched at IoU >= " << short_num(b.match_iou) << ":\n"
+      << "  " << b.images << " images, " << b.images_agree << " agree; " << box_counts(b.total) << "; mean IoU "
+      << iou_text(b.total.mean_iou()) << (b.total.matched ? ", lowest " + fixed(b.min_iou, 4) : "") << "\n";
+    for (size_t i = 0; i < b.differences.size() && i < 5; ++i) {
+      const auto& d = b.differences[i];
+      o << "  " << d.sample << "[" << d.image << "]: reference " << d.want << " boxes, onyx " << d.got << ", matched "
+        << d.matched << ", mean IoU " << iou_text(d.mean_iou) << "\n";
+    }
   }
   o << "\nworst samples (|error| / tolerance; above 1 fails):\n";
   for (const SampleResult* s : r.worst(static_cast<size_t>(std::max(1, r.worst_count))))

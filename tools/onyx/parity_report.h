@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "post/boxes.h"
+
 namespace onyx::cli {
 
 /// Error histogram bins of |onyx - reference| per element: exact zero, below 1e-12, one bin
@@ -42,6 +44,23 @@ struct CtcMismatch {
   size_t distance = 0;
 };
 
+/// One image whose decoded detections differ from the reference's (not every box matched).
+struct BoxDifference {
+  std::string sample;
+  int64_t image = 0;  ///< index within the sample's batch
+  int64_t got = 0, want = 0, matched = 0;
+  double mean_iou = 0;  ///< NaN when nothing matched
+};
+
+/// Box decoding (`--decode boxes`) of one sample: detection counts summed over its images.
+struct SampleBoxes {
+  bool decoded = false;
+  int64_t images = 0, images_agree = 0;
+  post::BoxMatch match;  ///< onyx's detections against the reference's (pairs not kept)
+  double min_iou = 1;    ///< lowest IoU of a matched pair (1 when none matched)
+  std::vector<BoxDifference> differences;
+};
+
 struct SampleResult {
   std::string name;
   bool pass = true;
@@ -50,6 +69,7 @@ struct SampleResult {
   double ratio = 0;                     ///< worst over outputs
   std::string worst_output;
   double run_ms = 0;
+  SampleBoxes boxes;
 };
 
 struct OutputSummary {
@@ -73,6 +93,18 @@ struct CtcSummary {
   std::vector<CtcMismatch> mismatches;  ///< the first ones, for the report
 };
 
+struct BoxSummary {
+  bool enabled = false;
+  std::string output;
+  post::BoxDecodeOptions options;
+  double match_iou = 0.5;       ///< IoU a pair needs to count as matched
+  int64_t images = 0;           ///< images decoded in both
+  int64_t images_agree = 0;     ///< images where every box matched, in both directions
+  post::BoxMatch total;         ///< counts over every image
+  double min_iou = 1;           ///< lowest IoU of a matched pair
+  std::vector<BoxDifference> differences;  ///< the first images that differ, for the report
+};
+
 struct ParityResult {
   std::string model, model_sha256, inputs_dir, reference_dir, reference_source;
   std::string date;  ///< when the run started, UTC, ISO 8601
@@ -80,6 +112,7 @@ struct ParityResult {
   std::vector<SampleResult> samples;
   std::vector<OutputSummary> outputs;
   CtcSummary ctc;
+  BoxSummary boxes;
   std::vector<std::string> notes;
   double seconds = 0;
   int worst_count = 5;
