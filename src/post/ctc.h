@@ -1,5 +1,6 @@
-// Greedy CTC decoding: the post-processing of sequence models (OCR, speech) that stays
-// outside the graph. Shared by the CLI (`onyx parity --decode ctc`) and the bindings.
+// CTC decoding (greedy and prefix beam search): the post-processing of sequence models
+// (OCR, speech) that stays outside the graph. Shared by the CLI (`onyx parity --decode
+// ctc`, `onyx ocr`) and the bindings; models/crnn-digits/ctc_decode.py is its numpy twin.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,6 +28,52 @@ enum class CtcLayout {
 /// rank or dtype, or a blank outside [0, C).
 std::vector<std::vector<int64_t>> ctc_greedy_decode(const Tensor& scores, int64_t blank,
                                                     CtcLayout layout = CtcLayout::kBatchTimeClass);
+
+/// What the frame scores given to beam search are.
+enum class CtcScores {
+  kLogits,         ///< logits or log-probabilities: a log-softmax is taken per frame
+  kProbabilities,  ///< probabilities (a softmax inside the graph): their natural log is taken
+};
+
+/// Per-frame log-probabilities, `frames` x `classes` (double), of scores of `kind`.
+/// Logits: x - max - log(sum(exp(x - max))) per frame, in double, summing in class order.
+/// A NaN score counts as -inf (that class is impossible); when some scores of a frame are
+/// +inf they share its probability equally; a frame with no usable score (all NaN or
+/// -inf) is a certain blank. Probabilities: log(p), with p <= 0 or NaN giving -inf and the
+/// same rule for a frame without a positive probability.
+std::vector<double> ctc_log_probs(const float* scores, int64_t frames, int64_t classes, int64_t blank,
+                                  CtcScores kind = CtcScores::kLogits);
+
+/// A labelling found by beam search and the log of its probability: the sum over every
+/// alignment (frame path) that collapses to it, as far as the beam kept those paths.
+struct CtcBeamResult {
+  std::vector<int64_t> labels;
+  double log_prob = 0;
+};
+
+/// CTC prefix beam search (Hannun et al. 2014) over per-frame log-probabilities
+/// `log_probs` [frames, classes]. Each prefix carries the log-probabilities of its paths
+/// ending in a blank (pb) and in its last label (pnb); per frame, every kept prefix is
+/// extended by every class whose log-probability is not -inf (a repeated label without a
+/// blank in between extends the prefix only from pb; from pnb it collapses), then the
+/// `beam_width` prefixes with the highest total log(exp(pb) + exp(pnb)) are kept. The
+/// result is the kept prefix with the highest total. Ties (equal doubles) go to the shorter
+/// prefix, then to the lexicographically smaller label sequence. Kept prefixes are
+/// extended in that order and classes in increasing index, so sums are formed in a fixed
+/// order. With a width at least the number of distinct prefixes the search is exact.
+/// Throws onyx::Error on a width < 1, no classes, or a blank outside [0, classes).
+CtcBeamResult ctc_beam_search(const double* log_probs, int64_t frames, int64_t classes, int64_t blank,
+                              int64_t beam_width);
+
+/// Beam search on raw scores: ctc_log_probs() then ctc_beam_search().
+CtcBeamResult ctc_beam_decode(const float* scores, int64_t frames, int64_t classes, int64_t blank,
+                              int64_t beam_width, CtcScores kind = CtcScores::kLogits);
+
+/// Beam search of every sequence of a score tensor (rank 2 [T, C], or rank 3 after
+/// `layout`; float16/double converted to float first, as for greedy decoding).
+std::vector<CtcBeamResult> ctc_beam_decode(const Tensor& scores, int64_t blank, int64_t beam_width,
+                                           CtcLayout layout = CtcLayout::kBatchTimeClass,
+                                           CtcScores kind = CtcScores::kLogits);
 
 /// The symbols of an alphabet file's text: several non-empty lines give one symbol per
 /// line (multi-character symbols, or a space written as a line holding one space);

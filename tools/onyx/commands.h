@@ -14,6 +14,7 @@ Action add_check(CLI::App& app);
 Action add_graph(CLI::App& app);
 Action add_parity(CLI::App& app);
 Action add_card(CLI::App& app);
+Action add_ocr(CLI::App& app);
 
 /// Prints an error the way every subcommand does ("onyx: error: ...").
 void print_error(const std::string& msg);

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(add_graph);
   add(add_parity);
   add(add_card);
+  add(add_ocr);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
