@@ -24,7 +24,7 @@ test: build
 	@scripts/test_wasm.sh
 
 test-models: build
-	@cd $(BUILD) && ctest -R models_parity --output-on-failure
+	@cd $(BUILD) && ctest -R 'models_parity|crnn_digits' --output-on-failure
 
 test-wasm: setup
 	@scripts/test_wasm.sh

@@ -4,7 +4,9 @@
 #   scripts/setup.sh   build + test dependencies: C++ toolchain and libraries, Node packages,
 #                      PyTorch/torchvision/onnx for the model parity test, Emscripten for
 #                      the WebAssembly build, the ONNX 1.12 node suite (libonnx-testdata),
-#                      Graphviz (SVG/HTML pictures of `onyx graph`)
+#                      Graphviz (SVG/HTML pictures of `onyx graph`), libspng (PNG decoding of
+#                      `onyx ocr`), PIL and fonts (the digit reader's synthetic crops), OpenBLAS
+#                      (Debian's torch and numpy are far slower on the reference BLAS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +19,8 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libprotozero-dev libhwy-dev libcli11-dev nlohmann-json3-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
       python3 python3-numpy python3-torch python3-torchvision python3-onnx nodejs
-      libonnx-testdata emscripten graphviz)
+      libonnx-testdata emscripten graphviz libspng-dev python3-pil libopenblas0-pthread
+      fonts-dejavu-core fonts-liberation2 fonts-roboto-unhinted)
 # Debian's npm conflicts with NodeSource's nodejs, which ships its own npm.
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
