@@ -286,8 +286,10 @@ class Checker {
       for (const std::string& o : n.outputs) {
         if (o.empty()) continue;
         if (defined_here.count(o)) {
-          node_error(where, n, fmt::format("output '{}' is also a graph input or initializer (the "
-                                           "graph must be in SSA form)", o));
+          bool is_input = std::any_of(g.inputs.begin(), g.inputs.end(),
+                                      [&](const ir::ValueInfo& vi) { return vi.name == o; });
+          node_error(where, n, fmt::format("output '{}' is also {} (the graph must be in SSA form)",
+                                           o, is_input ? "a graph input" : "an initializer"));
         } else if (auto p = producer.find(o); p != producer.end()) {
           node_error(where, n, p->second == i
                                    ? fmt::format("lists output '{}' twice (the graph must be in "
@@ -366,8 +368,8 @@ class Checker {
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       std::set<std::string> deps(g.nodes[i].inputs.begin(), g.nodes[i].inputs.end());
       for (const auto& a : g.nodes[i].attrs) {
-        if (a.g) free_names(*a.g, deps);
-        for (const auto& sg : a.graphs) free_names(*sg, deps);
+        if (a.g) deps.merge(ir::free_names(*a.g));
+        for (const auto& sg : a.graphs) deps.merge(ir::free_names(*sg));
       }
       std::set<size_t> preds;
       for (const std::string& d : deps) {
@@ -396,29 +398,6 @@ class Checker {
         order.push_back(i);  // still checked, with what is known of its inputs
       }
     return order;
-  }
-
-  /// Names a graph uses (also in nested subgraphs) that it does not define.
-  static void free_names(const ir::Graph& g, std::set<std::string>& out) {
-    std::set<std::string> defined;
-    for (const auto& v : g.inputs) defined.insert(v.name);
-    for (const auto& [n, t] : g.initializers) defined.insert(n);
-    for (const auto& node : g.nodes)
-      for (const auto& o : node.outputs)
-        if (!o.empty()) defined.insert(o);
-    for (const auto& node : g.nodes) {
-      for (const auto& i : node.inputs)
-        if (!i.empty() && !defined.count(i)) out.insert(i);
-      for (const auto& a : node.attrs) {
-        std::set<std::string> sub;
-        if (a.g) free_names(*a.g, sub);
-        for (const auto& sg : a.graphs) free_names(*sg, sub);
-        for (const auto& s : sub)
-          if (!defined.count(s)) out.insert(s);
-      }
-    }
-    for (const auto& o : g.outputs)
-      if (!defined.count(o.name)) out.insert(o.name);
   }
 
   void check_function(const ir::Function& f) {

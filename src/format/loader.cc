@@ -1,6 +1,7 @@
 // ModelProto / GraphProto / NodeProto / AttributeProto / TensorProto / TypeProto readers.
 #include "format/loader.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -26,7 +27,27 @@ struct LoadCtx {
   std::map<std::string, std::shared_ptr<MappedFile>> external;  // location -> mapping
   ir::Model* model = nullptr;
   int depth = 0;
+  uint64_t sparse_dense_bytes = 0;            // dense bytes of the sparse tensors read so far
 };
+
+/// Sparse tensors are stored densely once read, and their dense size is not bounded by
+/// the file: a few bytes can declare dims [1e9, 1e9]. So the dense forms of all sparse
+/// tensors of one model (initializers and attributes together) may take at most this
+/// much: far above the sparse weights models carry, and an allocation a machine can make
+/// (the WASM build's whole address space is 4 GiB).
+constexpr uint64_t kMaxSparseDenseBytes = sizeof(size_t) == 8 ? uint64_t{4} << 30 : uint64_t{1} << 30;
+
+/// "512 bytes", "3.5 MiB", "4 GiB": sizes in messages.
+std::string size_str(long double bytes) {
+  if (bytes < 1024) return fmt::format("{} bytes", static_cast<uint64_t>(bytes));
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  int u = -1;
+  while (bytes >= 1024 && u < 3) {
+    bytes /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.4g} {}", static_cast<double>(bytes), units[u]);
+}
 
 struct RawTensor {
   std::string name;
@@ -219,6 +240,16 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
       unpack_subbyte(dt, reinterpret_cast<const uint8_t*>(bytes.data()), count, out.data<uint8_t>());
       return out;
     }
+    if (dt == DType::kBool) {
+      // A bool is one byte and any nonzero byte is true; kernels rely on 0 and 1 only.
+      const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
+      if (std::any_of(b, b + count, [](uint8_t x) { return x > 1; })) {
+        Tensor out(dt, t.dims);
+        auto* p = out.data<uint8_t>();
+        for (size_t i = 0; i < count; ++i) p[i] = b[i] != 0;
+        return out;
+      }
+    }
     size_t es = dtype_size(dt);
     size_t align = es > 8 ? 8 : es;
     if (count > 0 && reinterpret_cast<uintptr_t>(bytes.data()) % align == 0 && bytes_owner) {
@@ -321,9 +352,10 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
     default: {  // 8-bit types and bool
       check(t.int32_data.size(), count, "int32_data");
       auto* p = out.data<uint8_t>();
-      for (size_t i = 0; i < count; ++i) p[i] = static_cast<uint8_t>(t.int32_data[i]);
-      if (dt == DType::kBool)
-        for (size_t i = 0; i < count; ++i) p[i] = p[i] != 0;
+      if (dt == DType::kBool)  // nonzero is true (256 too, which a cast to 8 bits would lose)
+        for (size_t i = 0; i < count; ++i) p[i] = t.int32_data[i] != 0;
+      else
+        for (size_t i = 0; i < count; ++i) p[i] = static_cast<uint8_t>(t.int32_data[i]);
       break;
     }
   }
@@ -336,7 +368,10 @@ std::pair<std::string, Tensor> read_tensor(LoadCtx& ctx, Wire w) {
   return {raw.name, std::move(t)};
 }
 
-/// SparseTensorProto -> dense tensor (values scattered into zeros).
+/// SparseTensorProto -> dense tensor (values scattered into zeros). Checked as the spec
+/// says: values 1-D [NNZ]; int64 indices, either [NNZ] linear or [NNZ, rank] coordinates,
+/// each in range and in ascending (lexicographic) order without duplicates; the dense
+/// size within kMaxSparseDenseBytes, checked before anything is allocated.
 std::pair<std::string, Tensor> read_sparse_tensor(LoadCtx& ctx, Wire w) {
   std::pair<std::string, Tensor> values, indices;
   Dims dims;
@@ -351,34 +386,82 @@ std::pair<std::string, Tensor> read_sparse_tensor(LoadCtx& ctx, Wire w) {
   }
   const std::string& name = values.first;
   if (!has_values) fail_model("sparse tensor '{}' has no values", name);
+  const std::string label = "sparse tensor '" + name + "'";
   const Tensor& v = values.second;
-  Tensor dense(v.dtype(), dims);
-  int64_t nnz = v.numel();
+  if (v.rank() != 1)
+    fail_model("{}: values must be 1-D ([NNZ]), but have shape {}", label, dims_str(v.dims()));
+  const int64_t nnz = v.numel();
+  if (dims.empty())
+    fail_model("{}: has no dims (the shape of the dense tensor must have rank >= 1)", label);
+  for (int64_t d : dims)
+    if (d < 0) fail_model("{}: negative dimension {} in dims {}", label, d, dims_str(dims));
+  int64_t total;
+  try {
+    total = dims_numel(dims);
+  } catch (const Error&) {
+    fail_model("{}: dense dims {} overflow 64-bit element count", label, dims_str(dims));
+  }
+  const size_t es = dtype_size(v.dtype());
+  if (es == 0) fail_model("{}: values of dtype {} cannot be stored", label, dtype_name(v.dtype()));
+  const uint64_t budget_left = kMaxSparseDenseBytes - ctx.sparse_dense_bytes;
+  if (static_cast<uint64_t>(total) > budget_left / es) {
+    long double bytes = static_cast<long double>(total) * es;
+    fail_model("{}: its dense form {} of {} has {} elements ({}) for {} stored value{}; onyx "
+               "stores sparse tensors densely and allows at most {} for all the sparse tensors of a "
+               "model{}",
+               label, dims_str(dims), dtype_name(v.dtype()), total, size_str(bytes), nnz,
+               nnz == 1 ? "" : "s", size_str(kMaxSparseDenseBytes),
+               ctx.sparse_dense_bytes
+                   ? fmt::format(" (those before it take {})", size_str(ctx.sparse_dense_bytes))
+                   : std::string());
+  }
+
   const Tensor& ix = indices.second;
-  if (ix.defined() && ix.dtype() != DType::kInt64)
-    fail_model("sparse tensor '{}': indices must be int64", name);
-  size_t es = dtype_size(v.dtype());
-  bool coo2d = ix.defined() && ix.rank() == 2;
-  if (ix.defined() && !((ix.rank() == 1 && ix.numel() == nnz) ||
-                        (coo2d && ix.dim(0) == nnz && ix.dim(1) == static_cast<int64_t>(dims.size()))))
-    fail_model("sparse tensor '{}': indices shape {} does not fit {} values of rank {}", name,
-               dims_str(ix.dims()), nnz, dims.size());
-  int64_t total = dense.numel();
+  const bool coo2d = ix.defined() && ix.rank() == 2;
+  if (!ix.defined()) {
+    if (nnz > 0) fail_model("{}: has {} values but no indices", label, nnz);
+  } else {
+    if (ix.dtype() != DType::kInt64)
+      fail_model("{}: indices must be int64, not {}", label, dtype_name(ix.dtype()));
+    if (!((ix.rank() == 1 && ix.dim(0) == nnz) ||
+          (coo2d && ix.dim(0) == nnz && ix.dim(1) == static_cast<int64_t>(dims.size()))))
+      fail_model("{}: indices shape {} does not fit {} values of rank {}: expected [{}] (linear "
+                 "indices) or [{}, {}] (one index per dimension)",
+                 label, dims_str(ix.dims()), nnz, dims.size(), nnz, nnz, dims.size());
+  }
+  // Linear position of value k, range-checked; ascending without duplicates.
+  std::vector<int64_t> lin(static_cast<size_t>(nnz));
   for (int64_t k = 0; k < nnz; ++k) {
-    int64_t lin = 0;
-    if (!ix.defined()) lin = k;
-    else if (!coo2d) lin = ix.data<int64_t>()[k];
-    else
+    int64_t p = 0;
+    if (!coo2d) {
+      p = ix.data<int64_t>()[k];
+      if (p < 0 || p >= total)
+        fail_model("{}: value {}: index {} out of range for {} elements (dims {})", label, k, p,
+                   total, dims_str(dims));
+    } else {
       for (size_t d = 0; d < dims.size(); ++d) {
-        int64_t id = ix.data<int64_t>()[k * dims.size() + d];
-        if (id < 0 || id >= dims[d]) fail_model("sparse tensor '{}': index {} out of range", name, id);
-        lin = lin * dims[d] + id;
+        int64_t id = ix.data<int64_t>()[k * static_cast<int64_t>(dims.size()) + static_cast<int64_t>(d)];
+        if (id < 0 || id >= dims[d])
+          fail_model("{}: value {}: index {} out of range for dimension {} of size {}", label, k, id,
+                     d, dims[d]);
+        p = p * dims[d] + id;
       }
-    if (lin < 0 || lin >= total) fail_model("sparse tensor '{}': index {} out of range", name, lin);
+    }
+    if (k > 0 && p <= lin[k - 1])
+      fail_model("{}: value {}: index {} {} index {} of the value before it; indices must be in "
+                 "ascending order without duplicates", label, k, p,
+                 p == lin[k - 1] ? "repeats" : "comes before", lin[k - 1]);
+    lin[k] = p;
+  }
+
+  ctx.sparse_dense_bytes += static_cast<uint64_t>(total) * es;
+  Tensor dense(v.dtype(), dims);
+  for (int64_t k = 0; k < nnz; ++k) {
     if (v.dtype() == DType::kString)
-      dense.data<std::string>()[lin] = v.data<std::string>()[k];
+      dense.data<std::string>()[lin[k]] = v.data<std::string>()[k];
     else
-      std::memcpy(static_cast<char*>(dense.raw()) + lin * es, static_cast<const char*>(v.raw()) + k * es, es);
+      std::memcpy(static_cast<char*>(dense.raw()) + lin[k] * es,
+                  static_cast<const char*>(v.raw()) + k * es, es);
   }
   return {name, dense};
 }

@@ -135,4 +135,28 @@ const Tensor* Graph::initializer(std::string_view n) const {
   return nullptr;
 }
 
+std::set<std::string> free_names(const Graph& g) {
+  std::set<std::string> defined, out;
+  for (const auto& v : g.inputs) defined.insert(v.name);
+  for (const auto& [n, t] : g.initializers) defined.insert(n);
+  for (const auto& node : g.nodes)
+    for (const auto& o : node.outputs)
+      if (!o.empty()) defined.insert(o);
+  auto add_free_of = [&](const Graph& sub) {
+    for (const auto& s : free_names(sub))
+      if (!defined.count(s)) out.insert(s);
+  };
+  for (const auto& node : g.nodes) {
+    for (const auto& i : node.inputs)
+      if (!i.empty() && !defined.count(i)) out.insert(i);
+    for (const auto& a : node.attrs) {
+      if (a.g) add_free_of(*a.g);
+      for (const auto& sg : a.graphs) add_free_of(*sg);
+    }
+  }
+  for (const auto& o : g.outputs)
+    if (!defined.count(o.name)) out.insert(o.name);
+  return out;
+}
+
 }  // namespace onyx::ir

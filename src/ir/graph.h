@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -146,6 +147,11 @@ struct Graph {
 
   const Tensor* initializer(std::string_view n) const;
 };
+
+/// Names a graph uses (as node inputs, graph outputs, or inside nested subgraphs) that it
+/// does not define (as an input, an initializer or a node output): for a subgraph, the
+/// outer-scope values it captures.
+std::set<std::string> free_names(const Graph& g);
 
 /// A model-local function (FunctionProto).
 struct Function {

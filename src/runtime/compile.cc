@@ -25,29 +25,6 @@ bool has_subgraphs(const ir::Node& n) {
   return false;
 }
 
-/// Names a graph uses (also inside nested subgraphs) that it does not define.
-void collect_free(const ir::Graph& g, std::set<std::string>& out) {
-  std::set<std::string> defined;
-  for (const auto& v : g.inputs) defined.insert(v.name);
-  for (const auto& [n, t] : g.initializers) defined.insert(n);
-  for (const auto& node : g.nodes)
-    for (const auto& o : node.outputs)
-      if (!o.empty()) defined.insert(o);
-  for (const auto& node : g.nodes) {
-    for (const auto& i : node.inputs)
-      if (!i.empty() && !defined.count(i)) out.insert(i);
-    for (const auto& a : node.attrs) {
-      std::set<std::string> sub;
-      if (a.g) collect_free(*a.g, sub);
-      for (const auto& sg : a.graphs) collect_free(*sg, sub);
-      for (const auto& s : sub)
-        if (!defined.count(s)) out.insert(s);
-    }
-  }
-  for (const auto& o : g.outputs)
-    if (!defined.count(o.name)) out.insert(o.name);
-}
-
 struct Scope {
   CompiledGraph* cg = nullptr;
   Scope* parent = nullptr;
@@ -78,6 +55,26 @@ int resolve(Scope& s, const std::string& name) {
   return id;
 }
 
+/// Refuses a name that a node output defines again (after a graph input, an initializer or
+/// another output). Runs before topo_order: a node redefining a consumed input would
+/// otherwise link that input's consumers to it and show up as a cycle.
+void check_outputs_defined_once(const ir::Graph& g) {
+  std::map<std::string, std::string> definer;  // name -> what defines it
+  for (const auto& vi : g.inputs) definer.emplace(vi.name, "a graph input");
+  for (const auto& [name, t] : g.initializers) definer.emplace(name, "an initializer");
+  for (const auto& node : g.nodes)
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      const std::string& o = node.outputs[k];
+      if (o.empty()) continue;
+      std::string what = fmt::format("output {} of {}", k, node.describe());
+      auto [it, fresh] = definer.emplace(o, what);
+      if (!fresh)
+        fail_model("graph '{}': value '{}' is defined more than once (the graph must be in SSA "
+                   "form): it is {} and {}",
+                   g.name, o, it->second, what);
+    }
+}
+
 std::vector<size_t> topo_order(const ir::Graph& g) {
   std::map<std::string, size_t> producer;
   for (size_t i = 0; i < g.nodes.size(); ++i)
@@ -88,8 +85,8 @@ std::vector<size_t> topo_order(const ir::Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     std::set<std::string> deps(g.nodes[i].inputs.begin(), g.nodes[i].inputs.end());
     for (const auto& a : g.nodes[i].attrs) {
-      if (a.g) collect_free(*a.g, deps);
-      for (const auto& sg : a.graphs) collect_free(*sg, deps);
+      if (a.g) deps.merge(ir::free_names(*a.g));
+      for (const auto& sg : a.graphs) deps.merge(ir::free_names(*sg));
     }
     std::set<size_t> preds;
     for (const auto& d : deps) {
@@ -179,6 +176,7 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
     cg->slots[id].is_const = true;
   }
 
+  check_outputs_defined_once(g);
   const auto& reg = kernels::default_registry();
   const auto& sreg = shape::shape_registry();
   for (size_t ni : topo_order(g)) {

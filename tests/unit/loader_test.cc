@@ -358,6 +358,63 @@ TEST(LoaderTensor, BoolViaRawData) {
   EXPECT_EQ(values_of<uint8_t>(t), (std::vector<uint8_t>{1, 0, 0, 1}));
 }
 
+// ONNX stores a bool in one byte and any nonzero byte is true; the loader hands kernels
+// 0 and 1 only, whichever field or file holds the bytes.
+TEST(LoaderTensor, BoolBytesOtherThanZeroAndOneAreTrue) {
+  const std::string bytes("\x00\x01\x02\xff\x80\x00", 6);
+  const std::vector<uint8_t> want = {0, 1, 1, 1, 1, 0};
+  EXPECT_EQ(values_of<uint8_t>(load_tensor(TensorSpec::raw_of("b", kBool, {6}, bytes))), want);
+
+  // As an initializer (raw_data inside the model bytes), and used by a kernel: Cast to
+  // int32 must see true as 1.
+  GraphSpec g;
+  g.initializers = {TensorSpec::raw_of("b", kBool, {6}, bytes)};
+  g.outputs = {tensor_info("y", kInt32, {6})};
+  g.nodes = {NodeSpec("Cast", {"b"}, {"y"}, {AttrSpec::Int("to", kInt32)}, "cast")};
+  auto model = load(ModelSpec(g).serialize());
+  ASSERT_NE(model->graph->initializer("b"), nullptr);
+  EXPECT_EQ(values_of<uint8_t>(*model->graph->initializer("b")), want);
+  auto out = Session::create(model)->run({});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(values_of<int32_t>(out[0].tensor()), (std::vector<int32_t>{0, 1, 1, 1, 1, 0}));
+
+  // In external data.
+  TempDir dir;
+  write_file(dir.file("b.bin"), bytes);
+  TensorSpec ext;
+  ext.name = "b";
+  ext.dims = {6};
+  ext.data_type = kBool;
+  ext.data_location = 1;
+  ext.external_data = {{"location", "b.bin"}};
+  GraphSpec ge;
+  ge.initializers = {ext};
+  ge.outputs = {ValueInfoSpec("b")};
+  write_file(dir.file("m.onnx"), ModelSpec(ge).serialize());
+  auto em = format::load_model(dir.file("m.onnx"));
+  ASSERT_NE(em->graph->initializer("b"), nullptr);
+  EXPECT_EQ(values_of<uint8_t>(*em->graph->initializer("b")), want);
+
+  // In int32_data: nonzero is true, including values whose low byte is 0.
+  TensorSpec typed;
+  typed.data_type = kBool;
+  typed.dims = {6};
+  typed.int32_data = {0, 1, 256, -1, 2, 0};
+  EXPECT_EQ(values_of<uint8_t>(load_tensor(typed)), want);
+
+  // And as the values of a sparse tensor.
+  SparseSpec sp;
+  sp.values = TensorSpec::raw_of("sb", kBool, {2}, std::string("\x07\x01", 2));
+  sp.indices = TensorSpec::int64s("", {2}, {1, 2});
+  sp.dims = {3};
+  GraphSpec gs;
+  gs.sparse_initializers = {sp};
+  gs.outputs = {ValueInfoSpec("sb")};
+  auto sm = load(ModelSpec(gs).serialize());
+  ASSERT_NE(sm->graph->initializer("sb"), nullptr);
+  EXPECT_EQ(values_of<uint8_t>(*sm->graph->initializer("sb")), (std::vector<uint8_t>{0, 1, 1}));
+}
+
 TEST(LoaderTensor, Float16AndBFloat16ViaRawData) {
   std::vector<uint16_t> h = {Float16(1.5f).bits, Float16(-2.0f).bits, Float16(65504.0f).bits};
   Tensor t = load_tensor(TensorSpec::raw_of("h", kFloat16, {3}, raw_bytes(h)));
@@ -681,6 +738,23 @@ TEST(LoaderSparse, BadSparseTensorsAreRefused) {
   s.indices = TensorSpec::int64s("", {2}, {0, 1});
   EXPECT_ONYX_ERROR(load_sparse(s), ErrorCode::kInvalidModel, "negative dimension");
 
+  // Values must be [NNZ]; the dense shape needs a rank; values need indices.
+  s.dims = {4};
+  s.indices = TensorSpec::int64s("", {2}, {0, 1});
+  s.values = TensorSpec::floats("sp", {1, 2}, {1, 2});
+  EXPECT_ONYX_ERROR(load_sparse(s), ErrorCode::kInvalidModel, "sparse tensor 'sp'", "values must be 1-D",
+                    "[1, 2]");
+  s.values = TensorSpec::floats("sp", {2}, {1, 2});
+  s.dims = {};
+  EXPECT_ONYX_ERROR(load_sparse(s), ErrorCode::kInvalidModel, "sparse tensor 'sp'", "has no dims");
+  s.dims = {4};
+  s.indices.reset();
+  EXPECT_ONYX_ERROR(load_sparse(s), ErrorCode::kInvalidModel, "sparse tensor 'sp'", "2 values but no indices");
+  // Indices of rank 3.
+  s.indices = TensorSpec::int64s("", {2, 1, 1}, {0, 1});
+  EXPECT_ONYX_ERROR(load_sparse(s), ErrorCode::kInvalidModel, "indices shape [2, 1, 1]",
+                    "expected [2] (linear indices) or [2, 1]");
+
   std::string no_values;
   protozero::pbf_writer w(no_values);
   const std::vector<int64_t> dims = {4};
@@ -753,6 +827,70 @@ TEST(Loader, FunctionAttributeReferencesAndDefaults) {
   auto out = session->run({{"x", make_float({2}, {-10, 4})}});
   EXPECT_EQ(values_of<float>(out[0].tensor()), (std::vector<float>{-1, 4}));
   EXPECT_EQ(values_of<float>(out[1].tensor()), (std::vector<float>{-5, 4}));
+}
+
+TEST(LoaderSparse, IndicesMustBeAscendingWithoutDuplicates) {
+  auto load_sparse = [](const SparseSpec& s) {
+    GraphSpec g;
+    g.sparse_initializers = {s};
+    g.outputs = {ValueInfoSpec("sp")};
+    return load(ModelSpec(g).serialize());
+  };
+  SparseSpec s;
+  s.values = TensorSpec::floats("sp", {2}, {1, 2});
+  s.dims = {2, 3};
+  s.indices = TensorSpec::int64s("", {2}, {4, 1});
+  EXPECT_ONYX_ERROR(load_sparse(s), ErrorCode::kInvalidModel, "sparse tensor 'sp'", "value 1: index 1",
+                    "comes before index 4", "ascending order without duplicates");
+  s.indices = TensorSpec::int64s("", {2}, {3, 3});
+  EXPECT_ONYX_ERROR(load_sparse(s), ErrorCode::kInvalidModel, "value 1: index 3 repeats index 3");
+  // Coordinates in lexicographic order: (1, 0) then (0, 2) is out of order.
+  s.indices = TensorSpec::int64s("", {2, 2}, {1, 0, 0, 2});
+  EXPECT_ONYX_ERROR(load_sparse(s), ErrorCode::kInvalidModel, "value 1: index 2 comes before index 3");
+  // (0, 2) then (1, 0) is in order and lands at linear positions 2 and 3.
+  s.indices = TensorSpec::int64s("", {2, 2}, {0, 2, 1, 0});
+  auto model = load_sparse(s);
+  EXPECT_EQ(values_of<float>(*model->graph->initializer("sp")), (std::vector<float>{0, 0, 1, 2, 0, 0}));
+  // No values at all: an all-zero tensor, with or without (empty) indices.
+  s.values = TensorSpec::floats("sp", {0}, {});
+  s.indices.reset();
+  model = load_sparse(s);
+  EXPECT_EQ(values_of<float>(*model->graph->initializer("sp")), (std::vector<float>(6, 0.0f)));
+}
+
+// A sparse tensor's dense size is not bounded by the file: a few bytes can ask for any
+// allocation. Beyond 4 GiB (all sparse tensors of a model together) it is refused, with
+// the sizes, before anything is allocated.
+TEST(LoaderSparse, HugeDenseShapeIsRefusedBeforeAllocating) {
+  SparseSpec s;
+  s.values = TensorSpec::floats("big", {1}, {7});
+  s.indices = TensorSpec::int64s("", {1}, {5});
+  s.dims = {1000000000, 1000000000};
+  GraphSpec g;
+  g.sparse_initializers = {s};
+  g.outputs = {ValueInfoSpec("big")};
+  EXPECT_ONYX_ERROR(load(ModelSpec(g).serialize()), ErrorCode::kInvalidModel, "sparse tensor 'big'",
+                    "[1000000000, 1000000000]", "1000000000000000000 elements", "1 stored value",
+                    "at most 4 GiB");
+
+  // One float past 4 GiB.
+  g.sparse_initializers[0].dims = {(int64_t{1} << 30) + 1};
+  EXPECT_ONYX_ERROR(load(ModelSpec(g).serialize()), ErrorCode::kInvalidModel, "sparse tensor 'big'",
+                    "[1073741825]", "1073741825 elements", "at most 4 GiB");
+
+  // Dims whose product overflows 64 bits.
+  g.sparse_initializers[0].dims = {int64_t{1} << 62, 8};
+  EXPECT_ONYX_ERROR(load(ModelSpec(g).serialize()), ErrorCode::kInvalidModel, "sparse tensor 'big'",
+                    "overflow");
+
+  // The same through Constant's sparse_value attribute.
+  SparseSpec c = s;
+  c.values.name = "cv";
+  GraphSpec gc;
+  gc.outputs = {ValueInfoSpec("y")};
+  gc.nodes = {NodeSpec("Constant", {}, {"y"}, {AttrSpec::Sparse("sparse_value", c)}, "const")};
+  EXPECT_ONYX_ERROR(load(ModelSpec(gc).serialize()), ErrorCode::kInvalidModel, "sparse tensor 'cv'",
+                    "at most 4 GiB");
 }
 
 // ------------------------------------------------------- malformed protobuf
@@ -1010,14 +1148,27 @@ TEST(LoaderGraph, ValueDefinedTwiceIsRefused) {
   EXPECT_ONYX_ERROR(plan(ModelSpec(g3)), ErrorCode::kInvalidModel, "value 'a' is defined more than once");
 }
 
-// Known issue (src/runtime/compile.cc, outside this suite's remit): when a node's output
-// redefines a graph input that another node consumes, topo_order links the consumer to
-// the redefining node and the planner reports "a cycle" instead of the redefinition.
-// Enable once compile.cc checks SSA before ordering the nodes.
-TEST(LoaderGraph, DISABLED_RedefinedConsumedInputIsReportedAsRedefinition) {
+// A node output redefining a graph input that an earlier node consumes is a redefinition,
+// not a cycle (the consumer must not be linked to the redefining node).
+TEST(LoaderGraph, RedefinedConsumedInputIsReportedAsRedefinition) {
   GraphSpec g = add_relu_graph();
   g.nodes.push_back(NodeSpec("Relu", {"s"}, {"a"}, {}, "shadow"));  // 'a' feeds Add
-  EXPECT_ONYX_ERROR(plan(ModelSpec(g)), ErrorCode::kInvalidModel, "value 'a' is defined more than once");
+  EXPECT_ONYX_ERROR(plan(ModelSpec(g)), ErrorCode::kInvalidModel, "value 'a' is defined more than once",
+                    "it is a graph input and output 0 of Relu 'shadow'");
+  std::string msg = catch_error([&] { plan(ModelSpec(g)); }).message;
+  EXPECT_FALSE(contains(msg, "cycle")) << msg;
+
+  // The same with an initializer, and with two nodes: each definer is named.
+  GraphSpec gi = add_relu_graph();
+  gi.initializers = {TensorSpec::floats("w", {3}, {1, 2, 3})};
+  gi.nodes[0].inputs[1] = "w";
+  gi.nodes.push_back(NodeSpec("Relu", {"s"}, {"w"}, {}, "shadow"));
+  EXPECT_ONYX_ERROR(plan(ModelSpec(gi)), ErrorCode::kInvalidModel, "value 'w' is defined more than once",
+                    "it is an initializer and output 0 of Relu 'shadow'");
+  GraphSpec gn = add_relu_graph();
+  gn.nodes.insert(gn.nodes.begin(), NodeSpec("Relu", {"b"}, {"s"}, {}, "first"));
+  EXPECT_ONYX_ERROR(plan(ModelSpec(gn)), ErrorCode::kInvalidModel, "value 's' is defined more than once",
+                    "it is output 0 of Relu 'first' (opset 17) and output 0 of Add 'add0'");
 }
 
 TEST(LoaderGraph, UnknownOpIsRefused) {
