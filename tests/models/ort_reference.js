@@ -15,64 +15,14 @@ const fs = require('fs');
 const path = require('path');
 const zlib = require('zlib');
 const crypto = require('crypto');
-const { safeFileName } = require('./run_ort.js');
+const { NpyError, parseNpy, npyBytes } = require('./npy.js');
+const { safeFileName, loadOrt } = require('./run_ort.js');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
 function die(msg) {
   process.stderr.write(`ort_reference: ${msg}\n`);
   process.exit(2);
-}
-
-// ---- .npy in memory ----
-
-const NPY_TYPES = {
-  f4: ['float32', Float32Array, 4], f8: ['float64', Float64Array, 8], f2: ['float16', Uint16Array, 2],
-  i1: ['int8', Int8Array, 1], i2: ['int16', Int16Array, 2], i4: ['int32', Int32Array, 4],
-  i8: ['int64', BigInt64Array, 8], u1: ['uint8', Uint8Array, 1], u2: ['uint16', Uint16Array, 2],
-  u4: ['uint32', Uint32Array, 4], u8: ['uint64', BigUint64Array, 8], b1: ['bool', Uint8Array, 1],
-};
-const ORT_TO_NPY = Object.fromEntries(Object.entries(NPY_TYPES).map(([k, v]) => [v[0], k]));
-
-function parseNpy(buf, what) {
-  if (buf.length < 10 || buf[0] !== 0x93 || buf.toString('latin1', 1, 6) !== 'NUMPY') die(`${what}: not a .npy array`);
-  const major = buf[6];
-  const [hlen, hstart] = major === 1 ? [buf.readUInt16LE(8), 10] : [buf.readUInt32LE(8), 12];
-  const header = buf.toString('latin1', hstart, hstart + hlen);
-  const descr = /'descr'\s*:\s*'([^']*)'/.exec(header);
-  const fortran = /'fortran_order'\s*:\s*(True|False)/.exec(header);
-  const shape = /'shape'\s*:\s*\(([^)]*)\)/.exec(header);
-  if (!descr || !fortran || !shape) die(`${what}: cannot parse the .npy header ${header.trim()}`);
-  if (fortran[1] === 'True') die(`${what}: Fortran-order arrays are not supported`);
-  let d = descr[1];
-  if (d[0] === '>') die(`${what}: big-endian dtype ${d} is not supported`);
-  if ('<|='.includes(d[0])) d = d.slice(1);
-  const t = NPY_TYPES[d];
-  if (!t) die(`${what}: unsupported dtype ${descr[1]}`);
-  const dims = shape[1].split(',').map(s => s.trim()).filter(s => s.length).map(Number);
-  const count = dims.reduce((a, b) => a * b, 1);
-  const start = hstart + hlen;
-  if (buf.length - start < count * t[2]) die(`${what}: truncated data`);
-  const bytes = new Uint8Array(count * t[2]);
-  bytes.set(buf.subarray(start, start + count * t[2]));
-  return { type: t[0], dims, data: new t[1](bytes.buffer) };
-}
-
-function npyBytes(type, dims, data, what) {
-  const d = ORT_TO_NPY[type];
-  if (!d) die(`${what}: dtype ${type} has no .npy form`);
-  const descr = (d === 'b1' || d === 'i1' || d === 'u1' ? '|' : '<') + d;
-  const shape = dims.length === 1 ? `(${dims[0]},)` : `(${dims.join(', ')})`;
-  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
-  header += ' '.repeat((64 - ((10 + header.length + 1) % 64)) % 64) + '\n';
-  const pre = Buffer.alloc(10);
-  pre[0] = 0x93;
-  pre.write('NUMPY', 1, 'latin1');
-  pre[6] = 1;
-  pre.writeUInt16LE(header.length, 8);
-  const body = type === 'bool' ? Buffer.from(Uint8Array.from(data, v => (v ? 1 : 0)))
-                               : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  return Buffer.concat([pre, Buffer.from(header, 'latin1'), body]);
 }
 
 // ---- .npz (ZIP) ----
@@ -215,12 +165,7 @@ function parseArgs(argv) {
 
 async function main() {
   const a = parseArgs(process.argv.slice(2));
-  let ort;
-  try {
-    ort = require(path.join(ROOT, 'node_modules', 'onnxruntime-node'));
-  } catch (e) {
-    die(`cannot load onnxruntime-node from ${ROOT}/node_modules (run scripts/setup.sh): ${e.message}`);
-  }
+  const ort = loadOrt(die);
   const version = require(path.join(ROOT, 'node_modules', 'onnxruntime-node', 'package.json')).version;
   const opts = { graphOptimizationLevel: 'all' };
   if (a.threads > 0) opts.intraOpNumThreads = a.threads;
@@ -259,6 +204,7 @@ async function main() {
   await session.release();
 }
 
-if (require.main === module) main().catch(e => die(e && e.stack ? e.stack : String(e)));
+if (require.main === module)
+  main().catch(e => die(e instanceof NpyError ? e.message : e && e.stack ? e.stack : String(e)));
 
 module.exports = { readNpz, writeNpz, parseNpy, npyBytes };

@@ -9,6 +9,7 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
+const { NpyError, readNpy, writeNpy } = require('./npy.js');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -17,87 +18,20 @@ function die(msg) {
   process.exit(2);
 }
 
-// ---- .npy reading and writing (format versions 1.0, 2.0 and 3.0, little-endian, C order) ----
-
-// numpy descr (without byte order) -> [onnxruntime type, TypedArray, element size]
-const NPY_TYPES = {
-  f4: ['float32', Float32Array, 4],
-  f8: ['float64', Float64Array, 8],
-  f2: ['float16', Uint16Array, 2],
-  i1: ['int8', Int8Array, 1],
-  i2: ['int16', Int16Array, 2],
-  i4: ['int32', Int32Array, 4],
-  i8: ['int64', BigInt64Array, 8],
-  u1: ['uint8', Uint8Array, 1],
-  u2: ['uint16', Uint16Array, 2],
-  u4: ['uint32', Uint32Array, 4],
-  u8: ['uint64', BigUint64Array, 8],
-  b1: ['bool', Uint8Array, 1],
-};
-const ORT_TO_NPY = Object.fromEntries(Object.entries(NPY_TYPES).map(([k, v]) => [v[0], k]));
-
-/** Reads a .npy file into {type, dims, data} (data is a TypedArray owning its bytes). */
-function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  if (buf.length < 10 || buf[0] !== 0x93 || buf.toString('latin1', 1, 6) !== 'NUMPY')
-    die(`${file}: not a .npy file (bad magic)`);
-  const major = buf[6];
-  let hlen, hstart;
-  if (major === 1) { hlen = buf.readUInt16LE(8); hstart = 10; }
-  else if (major === 2 || major === 3) { hlen = buf.readUInt32LE(8); hstart = 12; }
-  else die(`${file}: unsupported .npy version ${major}`);
-  if (hstart + hlen > buf.length) die(`${file}: truncated header`);
-  const header = buf.toString(major === 3 ? 'utf8' : 'latin1', hstart, hstart + hlen);
-  const descr = /'descr'\s*:\s*'([^']*)'/.exec(header);
-  const fortran = /'fortran_order'\s*:\s*(True|False)/.exec(header);
-  const shape = /'shape'\s*:\s*\(([^)]*)\)/.exec(header);
-  if (!descr || !fortran || !shape) die(`${file}: cannot parse header ${header.trim()}`);
-  if (fortran[1] === 'True') die(`${file}: Fortran-order arrays are not supported; save a C-order array`);
-  let d = descr[1];
-  const order = d[0];
-  if (order === '>') die(`${file}: big-endian dtype ${d} is not supported`);
-  if (order === '<' || order === '|' || order === '=') d = d.slice(1);
-  const t = NPY_TYPES[d];
-  if (!t) die(`${file}: unsupported dtype ${descr[1]}`);
-  const dims = shape[1].split(',').map(s => s.trim()).filter(s => s.length).map(Number);
-  if (dims.some(n => !Number.isInteger(n) || n < 0)) die(`${file}: bad shape (${shape[1]})`);
-  const count = dims.reduce((a, b) => a * b, 1);
-  const start = hstart + hlen;
-  if (buf.length - start < count * t[2]) die(`${file}: expected ${count * t[2]} data bytes, found ${buf.length - start}`);
-  // Copy into a fresh, aligned ArrayBuffer (the Buffer's offset may not be aligned).
-  const bytes = new Uint8Array(count * t[2]);
-  bytes.set(buf.subarray(start, start + count * t[2]));
-  let data = new t[1](bytes.buffer);
-  if (t[0] === 'bool') data = Uint8Array.from(data, v => (v ? 1 : 0));
-  return { type: t[0], dims, data };
-}
-
-/** Writes {type, dims, data} as a version 1.0 .npy file. */
-function writeNpy(file, type, dims, data) {
-  const d = ORT_TO_NPY[type];
-  if (!d) die(`cannot write dtype ${type} to ${file}`);
-  const descr = (d === 'b1' || d === 'i1' || d === 'u1' ? '|' : '<') + d;
-  const shape = dims.length === 1 ? `(${dims[0]},)` : `(${dims.join(', ')})`;
-  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
-  const total = 10 + header.length + 1;
-  header += ' '.repeat((64 - (total % 64)) % 64) + '\n';
-  const pre = Buffer.alloc(10);
-  pre[0] = 0x93;
-  pre.write('NUMPY', 1, 'latin1');
-  pre[6] = 1;
-  pre[7] = 0;
-  pre.writeUInt16LE(header.length, 8);
-  let body;
-  if (type === 'bool') body = Buffer.from(Uint8Array.from(data, v => (v ? 1 : 0)));
-  else body = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  fs.writeFileSync(file, Buffer.concat([pre, Buffer.from(header, 'latin1'), body]));
-}
-
-// Same rule as onyx's safe_file_name (tools/onyx/cmd_run.cc).
+// Same rule as onyx's safe_file_name (tools/onyx/util.cc).
 function safeFileName(name) {
   let s = name.replace(/[^A-Za-z0-9._-]/g, '_');
   if (s === '' || s === '.' || s === '..') s = 'output';
   return s;
+}
+
+/** onnxruntime-node from the repository's node_modules; calls fail(message) when it is missing. */
+function loadOrt(fail) {
+  try {
+    return require(path.join(ROOT, 'node_modules', 'onnxruntime-node'));
+  } catch (e) {
+    return fail(`cannot load onnxruntime-node from ${ROOT}/node_modules (run scripts/setup.sh): ${e.message}`);
+  }
 }
 
 function parseArgs(argv) {
@@ -126,12 +60,7 @@ function parseArgs(argv) {
 
 async function main() {
   const a = parseArgs(process.argv.slice(2));
-  let ort;
-  try {
-    ort = require(path.join(ROOT, 'node_modules', 'onnxruntime-node'));
-  } catch (e) {
-    die(`cannot load onnxruntime-node from ${ROOT}/node_modules (run scripts/setup.sh): ${e.message}`);
-  }
+  const ort = loadOrt(die);
   const opts = { graphOptimizationLevel: 'all' };
   if (a.threads > 0) opts.intraOpNumThreads = a.threads;
   const t0 = process.hrtime.bigint();
@@ -169,7 +98,7 @@ async function main() {
 }
 
 if (require.main === module) {
-  main().catch(e => die(e && e.stack ? e.stack : String(e)));
+  main().catch(e => die(e instanceof NpyError ? e.message : e && e.stack ? e.stack : String(e)));
 }
 
-module.exports = { readNpy, writeNpy, safeFileName };
+module.exports = { readNpy, writeNpy, safeFileName, loadOrt };

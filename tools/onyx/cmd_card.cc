@@ -18,6 +18,7 @@
 #include "post/ctc.h"
 #include "tools/onyx/commands.h"
 #include "tools/onyx/parity_report.h"
+#include "tools/onyx/util.h"
 
 namespace onyx::cli {
 namespace {
@@ -32,16 +33,8 @@ struct CardArgs {
   std::string model, meta, parity, output, verify;
 };
 
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorCode::kIo, "cannot open {} '{}'", what, path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 json parse_json_file(const std::string& path, const char* what) {
-  std::string text = read_file(path, what);
+  std::string text = read_text_file(path, what);
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
@@ -60,49 +53,19 @@ json model_facts(const std::string& path) {
   json opsets = json::object();
   for (const auto& [d, v] : m->opset_imports) opsets[d.empty() ? "ai.onnx" : d] = v;
   j["opsets"] = opsets;
-  auto io = [](const ir::ValueInfo& v) {
-    json x;
-    x["name"] = v.name;
-    const ir::TypeInfo* t = &v.type;
-    while (t->inner) t = t->inner.get();
-    x["dtype"] = std::string(dtype_name(t->elem));
-    x["type"] = v.type.str();
-    if (v.type.is_tensor() && v.type.has_shape) {
-      json dims = json::array();
-      for (const auto& d : v.type.shape) {
-        if (d.known()) dims.push_back(d.value);
-        else if (!d.param.empty()) dims.push_back(d.param);
-        else dims.push_back(nullptr);
-      }
-      x["shape"] = dims;
-    } else {
-      x["shape"] = nullptr;
-    }
-    return x;
-  };
   std::set<std::string> inits;
   for (const auto& [n, t] : g.initializers) inits.insert(n);
   j["inputs"] = json::array();
   for (const auto& v : g.inputs)
-    if (!inits.count(v.name)) j["inputs"].push_back(io(v));
+    if (!inits.count(v.name)) j["inputs"].push_back(value_info_json(v));
   j["outputs"] = json::array();
-  for (const auto& v : g.outputs) j["outputs"].push_back(io(v));
+  for (const auto& v : g.outputs) j["outputs"].push_back(value_info_json(v));
   std::map<std::string, int> ops;
   for (const auto& n : g.nodes) ops[n.domain.empty() ? n.op_type : n.domain + "." + n.op_type]++;
   j["ops"] = ops;
   j["nodes"] = g.nodes.size();
   j["initializers"] = g.initializers.size();
   return j;
-}
-
-std::string human_bytes(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
 }
 
 std::string with_commas(uint64_t v) {
@@ -175,11 +138,6 @@ std::string json_text(const json& v) {
 }
 
 // ---- meta JSON: checked against the model so that a card cannot lie about it ----
-
-const json* member(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
 
 void expect(bool ok, const std::string& meta_path, const std::string& key, const char* want) {
   if (!ok) fail_arg("--meta {}: '{}' must be {}", meta_path, key, want);
@@ -280,7 +238,7 @@ json check_meta(json meta, const std::string& path, const json& facts) {
       if (const json* f = member(*post, file_key)) {
         expect(f->is_string(), path, std::string("postprocessing.") + file_key, "a file path");
         fs::path p = base / f->get<std::string>();
-        (*post)[key] = post::parse_alphabet(read_file(p.string(), file_key));
+        (*post)[key] = post::parse_alphabet(read_text_file(p.string(), file_key));
         post->erase(file_key);
       }
     };
@@ -580,7 +538,7 @@ int run_card(const CardArgs& a) {
 }
 
 json read_card_block(const std::string& path) {
-  std::string text = read_file(path, "card");
+  std::string text = read_text_file(path, "card");
   size_t start = text.rfind(kBlockStart);
   if (start == std::string::npos)
     fail_arg("card '{}' has no onyx-card block ({} ... {}); make it with `onyx card`", path, kBlockStart, kBlockEnd);

@@ -19,6 +19,7 @@
 #include "check/validate.h"
 #include "format/loader.h"
 #include "tools/onyx/commands.h"
+#include "tools/onyx/util.h"
 
 extern char** environ;
 
@@ -31,16 +32,6 @@ struct GraphArgs {
   std::string output;
   bool shapes = false;
 };
-
-std::string human_bytes(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
 
 /// Text for an HTML-like Graphviz label (XML escaping; control characters dropped).
 std::string xml(const std::string& s, size_t max = 80) {
@@ -151,27 +142,6 @@ std::string attr_text(const ir::Attribute& a) {
     case T::kTypeProto: return a.tp.str();
     default: return std::string(ir::attribute_type_name(a.type));
   }
-}
-
-/// Names a subgraph uses from its enclosing scope.
-void free_names(const ir::Graph& g, std::set<std::string>& out) {
-  std::set<std::string> defined;
-  for (const auto& v : g.inputs) defined.insert(v.name);
-  for (const auto& [n, t] : g.initializers) defined.insert(n);
-  for (const auto& node : g.nodes)
-    for (const auto& o : node.outputs) defined.insert(o);
-  for (const auto& node : g.nodes) {
-    for (const auto& i : node.inputs)
-      if (!i.empty() && !defined.count(i)) out.insert(i);
-    for (const auto& a : node.attrs) {
-      std::set<std::string> sub;
-      if (a.g) free_names(*a.g, sub);
-      for (const auto& s : sub)
-        if (!defined.count(s)) out.insert(s);
-    }
-  }
-  for (const auto& o : g.outputs)
-    if (!defined.count(o.name)) out.insert(o.name);
 }
 
 struct Rendered {
@@ -311,7 +281,7 @@ Rendered render_dot(const ir::Model& m, const check::Report& report, bool shapes
     }
     std::set<std::string> captured;
     for (const auto& a : n.attrs)
-      if (a.g) free_names(*a.g, captured);
+      if (a.g) captured.merge(ir::free_names(*a.g));
     for (const auto& c : captured) {
       auto p = producer.find(c);
       if (p == producer.end() || drawn.count(c)) continue;

@@ -7,6 +7,7 @@
 #include "format/loader.h"
 #include "ir/graph.h"
 #include "tools/onyx/commands.h"
+#include "tools/onyx/util.h"
 
 namespace onyx::cli {
 namespace {
@@ -15,27 +16,6 @@ struct InspectArgs {
   std::string model;
   bool json = false;
 };
-
-nlohmann::json io_json(const ir::ValueInfo& v) {
-  nlohmann::json j;
-  j["name"] = v.name;
-  j["type"] = v.type.str();
-  const ir::TypeInfo* t = &v.type;
-  while (t->inner) t = t->inner.get();
-  j["dtype"] = std::string(dtype_name(t->elem));
-  if (v.type.is_tensor() && v.type.has_shape) {
-    nlohmann::json dims = nlohmann::json::array();
-    for (const auto& d : v.type.shape) {
-      if (d.known()) dims.push_back(d.value);
-      else if (!d.param.empty()) dims.push_back(d.param);
-      else dims.push_back(nullptr);
-    }
-    j["shape"] = dims;
-  } else {
-    j["shape"] = nullptr;
-  }
-  return j;
-}
 
 void count_ops(const ir::Graph& g, std::map<std::string, int>& ops, size_t& nodes) {
   for (const auto& n : g.nodes) {
@@ -46,16 +26,6 @@ void count_ops(const ir::Graph& g, std::map<std::string, int>& ops, size_t& node
       for (const auto& sg : a.graphs) count_ops(*sg, ops, nodes);
     }
   }
-}
-
-std::string human_bytes(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
 }
 
 int run_inspect(const InspectArgs& a) {
@@ -82,9 +52,9 @@ int run_inspect(const InspectArgs& a) {
   j["opset_imports"] = opsets;
   j["inputs"] = nlohmann::json::array();
   for (const auto& v : g.inputs)
-    if (!inits.count(v.name)) j["inputs"].push_back(io_json(v));
+    if (!inits.count(v.name)) j["inputs"].push_back(value_info_json(v));
   j["outputs"] = nlohmann::json::array();
-  for (const auto& v : g.outputs) j["outputs"].push_back(io_json(v));
+  for (const auto& v : g.outputs) j["outputs"].push_back(value_info_json(v));
   j["initializers"] = {{"count", g.initializers.size()}, {"bytes", init_bytes}};
   j["external_data"] = nlohmann::json::array();
   for (const auto& f : m->external_files) j["external_data"].push_back({{"location", f.location}, {"bytes", f.bytes_used}});

@@ -19,6 +19,7 @@
 #include "onyx/session.h"
 #include "post/ctc.h"
 #include "tools/onyx/commands.h"
+#include "tools/onyx/util.h"
 
 namespace onyx::cli {
 namespace {
@@ -59,19 +60,6 @@ struct OcrConfig {
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-std::string read_text_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorCode::kIo, "cannot open {} '{}'", what, path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-const json* member(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
 }
 
 [[noreturn]] void bad_meta(const std::string& path, const std::string& key, const std::string& want) {

@@ -24,6 +24,7 @@
 #include "tools/onyx/commands.h"
 #include "tools/onyx/dataset.h"
 #include "tools/onyx/parity_report.h"
+#include "tools/onyx/util.h"
 
 namespace onyx::cli {
 namespace {
@@ -203,14 +204,6 @@ std::string names_of(const std::vector<format::NpzArray>& arrays) {
   std::string s;
   for (const auto& a : arrays) s += (s.empty() ? "" : ", ") + a.name;
   return s.empty() ? "(none)" : s;
-}
-
-std::string read_text_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorCode::kIo, "cannot open {} '{}'", what, path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 /// Index of the output `--decode-output` names (the first output when it is empty).

@@ -14,6 +14,7 @@
 #include "ir/graph.h"
 #include "onyx/session.h"
 #include "tools/onyx/commands.h"
+#include "tools/onyx/util.h"
 
 namespace onyx::cli {
 namespace {
@@ -60,14 +61,6 @@ Value load_input_file(const std::string& path, const IoInfo& io, const ir::Value
   if (path.size() >= 4 && path.substr(path.size() - 4) == ".npy") return Value(format::read_npy_file(path));
   if (path.size() >= 3 && path.substr(path.size() - 3) == ".pb") return format::read_value_file(path, vi.type);
   fail_arg("input '{}': file '{}' must end in .npy (numpy) or .pb (TensorProto)", io.name, path);
-}
-
-std::string safe_file_name(const std::string& name) {
-  std::string s = name;
-  for (char& c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
-  if (s.empty() || s == "." || s == "..") s = "output";
-  return s;
 }
 
 int run_run(const RunArgs& a) {

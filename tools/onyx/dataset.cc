@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "format/npy.h"
+#include "tools/onyx/util.h"
 #include "tools/onyx/zlib_inflate.h"
 
 namespace onyx::cli {
@@ -90,12 +91,6 @@ std::vector<format::NpzArray> load_sample(const SampleFile& s) {
   return out;
 }
 
-std::string array_key(const std::string& name) {
-  std::string s = name;
-  for (char& c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
-  if (s.empty() || s == "." || s == "..") s = "output";
-  return s;
-}
+std::string array_key(const std::string& name) { return safe_file_name(name); }
 
 }  // namespace onyx::cli

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/reference/dispatch.h"
+#include "kernels/reference/doubles.h"
 #include "kernels/registry.h"
 
 namespace onyx::kernels {
@@ -21,35 +22,17 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 /// The values of a numeric or bool tensor as doubles.
 std::vector<double> load(const Tensor& t) {
+  if (t.dtype() != DType::kBool) return load_doubles(t, "attention kernels");
   std::vector<double> v(static_cast<size_t>(t.numel()));
-  if (t.dtype() == DType::kBool) {
-    const uint8_t* p = t.data<uint8_t>();
-    for (size_t i = 0; i < v.size(); ++i) v[i] = p[i] ? 1.0 : 0.0;
-    return v;
-  }
-  dispatch_numeric(
-      t.dtype(),
-      [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        const T* p = t.data<T>();
-        for (size_t i = 0; i < v.size(); ++i)
-          v[i] = static_cast<double>(static_cast<acc_t<T>>(p[i]));
-      },
-      "attention kernels");
+  const uint8_t* p = t.data<uint8_t>();
+  for (size_t i = 0; i < v.size(); ++i) v[i] = p[i] ? 1.0 : 0.0;
   return v;
 }
 
-/// Writes doubles into a float tensor (v holds at least t.numel() values).
+/// Writes doubles into a float tensor (v holds at least t.numel() values; every output
+/// of this family has the float type of its inputs).
 void store(Tensor& t, const std::vector<double>& v) {
-  dispatch_float(
-      t.dtype(),
-      [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        T* p = t.data<T>();
-        for (int64_t i = 0; i < t.numel(); ++i)
-          p[i] = T(static_cast<acc_t<T>>(v[static_cast<size_t>(i)]));
-      },
-      "attention kernels");
+  store_doubles(t, v, "attention kernels");
 }
 
 /// Rounds a double to the nearest value of a float type (storage rounding).

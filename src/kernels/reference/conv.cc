@@ -7,39 +7,17 @@
 #include <vector>
 
 #include "kernels/reference/dispatch.h"
+#include "kernels/reference/window.h"
 #include "kernels/registry.h"
 
 namespace onyx::kernels {
 
 namespace {
 
-/// Spatial geometry of one convolution, every list with one value per spatial axis.
-struct ConvGeom {
-  size_t nsp = 0;
-  Dims in, out, kernel;
-  std::vector<int64_t> strides, dilations, pad_begin;
-  int64_t in_size = 1, out_size = 1, kernel_size = 1;
-};
-
-/// Odometer over a multi-dimensional index space (row-major, last axis fastest).
-bool next_index(std::vector<int64_t>& idx, const Dims& extent) {
-  for (size_t d = idx.size(); d-- > 0;) {
-    if (++idx[d] < extent[d]) return true;
-    idx[d] = 0;
-  }
-  return false;
-}
-
-int64_t product(const Dims& d) {
-  int64_t p = 1;
-  for (int64_t v : d) p *= v;
-  return p;
-}
-
 /// Reads strides/dilations/kernel_shape and checks their lengths; pads are resolved by
 /// the caller because Conv and ConvTranspose resolve auto_pad differently.
-ConvGeom read_geom(const KernelContext& ctx, const Dims& x, const Dims& wk, const Dims& y) {
-  ConvGeom g;
+WindowGeom read_geom(const KernelContext& ctx, const Dims& x, const Dims& wk, const Dims& y) {
+  WindowGeom g;
   if (x.size() < 3) ctx.fail("X must have rank >= 3 (N, C, spatial...), got {}", dims_str(x));
   g.nsp = x.size() - 2;
   if (y.size() != x.size()) ctx.fail("output rank {} does not match X rank {}", y.size(), x.size());
@@ -54,33 +32,28 @@ ConvGeom read_geom(const KernelContext& ctx, const Dims& x, const Dims& wk, cons
     ctx.fail("strides and dilations need {} values each", g.nsp);
   for (size_t i = 0; i < g.nsp; ++i)
     if (g.strides[i] < 1 || g.dilations[i] < 1) ctx.fail("strides and dilations must be >= 1");
-  g.in_size = product(g.in);
-  g.out_size = product(g.out);
-  g.kernel_size = product(g.kernel);
+  set_sizes(g);
   return g;
 }
 
 /// Resolves the begin pads of a forward convolution (Conv, ConvInteger, QLinearConv,
 /// DeformConv, Col2Im): explicit pads, VALID, or SAME_UPPER/SAME_LOWER.
-void resolve_conv_pads(const KernelContext& ctx, ConvGeom& g) {
+void resolve_conv_pads(const KernelContext& ctx, WindowGeom& g) {
   std::string auto_pad = ctx.attr_s("auto_pad", "NOTSET");
   std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * g.nsp, 0));
   if (pads.size() != 2 * g.nsp) ctx.fail("pads needs {} values, got {}", 2 * g.nsp, pads.size());
   g.pad_begin.assign(g.nsp, 0);
   for (size_t i = 0; i < g.nsp; ++i) {
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      int64_t ek = (g.kernel[i] - 1) * g.dilations[i] + 1;
-      int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.strides[i] + ek - g.in[i]);
-      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-    } else if (auto_pad == "NOTSET") {
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")
+      g.pad_begin[i] = same_pads(g, i, auto_pad == "SAME_UPPER").first;
+    else if (auto_pad == "NOTSET")
       g.pad_begin[i] = pads[i];
-    }
   }
 }
 
 /// Checks X [N, C, D...], W [M, C/group, k...], Y [N, M, O...] and returns the geometry.
-ConvGeom forward_geom(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor& y,
-                      int64_t group) {
+WindowGeom forward_geom(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor& y,
+                        int64_t group) {
   const Dims& xd = x.dims();
   const Dims& wd = w.dims();
   if (wd.size() != xd.size()) ctx.fail("W {} and X {} must have the same rank", dims_str(wd), dims_str(xd));
@@ -91,28 +64,28 @@ ConvGeom forward_geom(const KernelContext& ctx, const Tensor& x, const Tensor& w
              dims_str(xd), dims_str(wd), group);
   if (y.dims().size() != xd.size() || y.dim(0) != xd[0] || y.dim(1) != wd[0])
     ctx.fail("output {} does not match X {} and W {}", dims_str(y.dims()), dims_str(xd), dims_str(wd));
-  ConvGeom g = read_geom(ctx, xd, Dims(wd.begin() + 2, wd.end()), y.dims());
+  WindowGeom g = read_geom(ctx, xd, Dims(wd.begin() + 2, wd.end()), y.dims());
   resolve_conv_pads(ctx, g);
   return g;
 }
 
-/// Per-kernel-position offsets (k_d * dilation_d) for each flat kernel index.
-std::vector<int64_t> kernel_offsets(const ConvGeom& g) {
-  std::vector<int64_t> offs(static_cast<size_t>(g.kernel_size) * g.nsp);
-  std::vector<int64_t> k(g.nsp, 0);
-  int64_t i = 0;
-  do {
-    for (size_t d = 0; d < g.nsp; ++d) offs[i * g.nsp + d] = k[d] * g.dilations[d];
-    ++i;
-  } while (next_index(k, g.kernel));
-  return offs;
+/// The row-major flat index, over the first n axes of `extent`, of the position
+/// base[d] + offs[d]; -1 when that position lies outside the extent (in the padding).
+inline int64_t flat_index(const int64_t* base, const int64_t* offs, const Dims& extent, size_t n) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < n; ++d) {
+    const int64_t c = base[d] + offs[d];
+    if (c < 0 || c >= extent[d]) return -1;
+    flat = flat * extent[d] + c;
+  }
+  return flat;
 }
 
 /// Direct N-D convolution: for every (n, m, output position) sums
 /// xval(n, c, input flat index) * wval(m, c_in_group, kernel index) over the window and
 /// hands the sum to emit(flat output index, m, sum). Positions in the padding are skipped.
 template <typename A, typename XF, typename WF, typename EF>
-void conv_direct(const ConvGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
+void conv_direct(const WindowGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
                  XF xval, WF wval, EF emit) {
   const int64_t cg = channels / group, mg = maps / group;
   std::vector<int64_t> koffs = kernel_offsets(g);
@@ -126,17 +99,8 @@ void conv_direct(const ConvGeom& g, int64_t batch, int64_t channels, int64_t map
         for (size_t d = 0; d < g.nsp; ++d) base[d] = o[d] * g.strides[d] - g.pad_begin[d];
         A sum = A(0);
         for (int64_t k = 0; k < g.kernel_size; ++k) {
-          int64_t iflat = 0;
-          bool inside = true;
-          for (size_t d = 0; d < g.nsp; ++d) {
-            int64_t c = base[d] + koffs[k * g.nsp + d];
-            if (c < 0 || c >= g.in[d]) {
-              inside = false;
-              break;
-            }
-            iflat = iflat * g.in[d] + c;
-          }
-          if (!inside) continue;
+          const int64_t iflat = flat_index(base.data(), koffs.data() + k * g.nsp, g.in, g.nsp);
+          if (iflat < 0) continue;
           for (int64_t c = 0; c < cg; ++c)
             sum += xval(n, grp * cg + c, iflat) * wval(m, c, k);
         }
@@ -193,7 +157,7 @@ struct Segments {
 
 /// Builds the segments of the tile of `nt` columns starting at output coordinate `o`,
 /// and advances `o` past the tile.
-void tile_segments(const ConvGeom& g, std::vector<int64_t>& o, int64_t nt, Segments& seg) {
+void tile_segments(const WindowGeom& g, std::vector<int64_t>& o, int64_t nt, Segments& seg) {
   const size_t nsp = g.nsp, last = nsp - 1;
   seg.jj0.clear();
   seg.len.clear();
@@ -220,7 +184,7 @@ void tile_segments(const ConvGeom& g, std::vector<int64_t>& o, int64_t nt, Segme
 /// Depthwise 2-D convolution (one input and one output channel per group): per kernel
 /// row and column, the range of output columns whose input column is inside the image
 /// is computed up front, so the inner loop has no bounds checks.
-void depthwise2d_f32(const ConvGeom& g, int64_t batch, int64_t channels, const float* x, const float* w,
+void depthwise2d_f32(const WindowGeom& g, int64_t batch, int64_t channels, const float* x, const float* w,
                      const float* bias, float* y) {
   const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
   const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
@@ -261,7 +225,7 @@ void depthwise2d_f32(const ConvGeom& g, int64_t batch, int64_t channels, const f
     }
 }
 
-void conv_gemm_f32(const ConvGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
+void conv_gemm_f32(const WindowGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
                    const float* x, const float* w, const float* bias, float* y) {
   const int64_t cg = channels / group, mg = maps / group;
   const size_t nsp = g.nsp, last = nsp - 1;
@@ -321,15 +285,9 @@ void conv_gemm_f32(const ConvGeom& g, int64_t batch, int64_t channels, int64_t m
               const int64_t* ko = koffs.data() + k * nsp;
               for (size_t si = 0; si < nseg; ++si) {
                 // Leading axes: one input row for the whole segment (or padding).
-                int64_t row = 0;
-                bool inside = true;
-                for (size_t d = 0; d < last; ++d) {
-                  const int64_t ci = seg.base[si * last + d] + ko[d];
-                  inside = inside && ci >= 0 && ci < g.in[d];
-                  row = row * g.in[d] + ci;
-                }
+                const int64_t row = flat_index(seg.base.data() + si * last, ko, g.in, last);
                 const int64_t jj0 = seg.jj0[si], len = seg.len[si];
-                if (!inside) {
+                if (row < 0) {
                   for (int64_t i = 0; i < len; ++i) at(p, jj0 + i) = 0.0f;
                   continue;
                 }
@@ -369,7 +327,7 @@ void conv_typed(KernelContext& ctx) {
   const Tensor& w = ctx.input(1);
   Tensor& y = ctx.output(0);
   int64_t group = ctx.attr_i("group", 1);
-  ConvGeom g = forward_geom(ctx, x, w, y, group);
+  WindowGeom g = forward_geom(ctx, x, w, y, group);
   const int64_t batch = x.dim(0), channels = x.dim(1), maps = w.dim(0);
   const T* b = nullptr;
   if (ctx.has_input(2)) {
@@ -405,7 +363,7 @@ void conv_kernel(KernelContext& ctx) {
 }
 
 /// Reference float Conv (direct loops, double accumulation): the oracle of the GEMM path.
-void conv_reference_f32(const ConvGeom& g, int64_t batch, int64_t channels, int64_t maps,
+void conv_reference_f32(const WindowGeom& g, int64_t batch, int64_t channels, int64_t maps,
                         int64_t group, const float* x, const float* w, const float* b, float* y) {
   const int64_t cg = channels / group;
   conv_direct<double>(
@@ -420,7 +378,7 @@ void conv_reference_f32(const ConvGeom& g, int64_t batch, int64_t channels, int6
 /// Reference ConvTranspose (scatter, double accumulation): every input element adds
 /// x * w into the output window it maps to. W is [C, M/group, k...].
 template <typename T>
-void conv_transpose_reference(const ConvGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
+void conv_transpose_reference(const WindowGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
                               const T* xp, const T* wp, const T* bp, T* yp) {
   const int64_t cg = channels / group, mg = maps / group;
   std::vector<double> acc(static_cast<size_t>(batch * maps * g.out_size), 0.0);
@@ -435,17 +393,8 @@ void conv_transpose_reference(const ConvGeom& g, int64_t batch, int64_t channels
         double xv = static_cast<double>(static_cast<acc_t<T>>(xp[(n * channels + c) * g.in_size + iflat]));
         for (size_t d = 0; d < g.nsp; ++d) base[d] = i[d] * g.strides[d] - g.pad_begin[d];
         for (int64_t k = 0; k < g.kernel_size; ++k) {
-          int64_t oflat = 0;
-          bool inside = true;
-          for (size_t d = 0; d < g.nsp; ++d) {
-            int64_t o = base[d] + koffs[k * g.nsp + d];
-            if (o < 0 || o >= g.out[d]) {
-              inside = false;
-              break;
-            }
-            oflat = oflat * g.out[d] + o;
-          }
-          if (!inside) continue;
+          const int64_t oflat = flat_index(base.data(), koffs.data() + k * g.nsp, g.out, g.nsp);
+          if (oflat < 0) continue;
           for (int64_t m = 0; m < mg; ++m) {
             double wv = static_cast<double>(static_cast<acc_t<T>>(wp[(c * mg + m) * g.kernel_size + k]));
             acc[(n * maps + grp * mg + m) * g.out_size + oflat] += xv * wv;
@@ -467,7 +416,7 @@ void conv_transpose_reference(const ConvGeom& g, int64_t batch, int64_t channels
 
 /// Float ConvTranspose: per (image, group) col[Mg*K x IS] = W_g^T[Mg*K x Cg] * X_g[Cg x IS]
 /// with the blocked GEMM of Conv, then col2im adds each column into the output.
-void conv_transpose_gemm_f32(const ConvGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
+void conv_transpose_gemm_f32(const WindowGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
                              const float* x, const float* w, const float* bias, float* y) {
   const int64_t cg = channels / group, mg = maps / group;
   const int64_t rows = mg * g.kernel_size;  // GEMM rows: (output channel, kernel index)
@@ -485,7 +434,7 @@ void conv_transpose_gemm_f32(const ConvGeom& g, int64_t batch, int64_t channels,
     std::fill(y + nm * g.out_size, y + (nm + 1) * g.out_size, bias ? bias[nm % maps] : 0.0f);
   // The scatter walks input positions and writes output positions, which is the
   // forward convolution's gather with the roles of in and out swapped.
-  ConvGeom sg = g;
+  WindowGeom sg = g;
   sg.in = g.out;
   sg.out = g.in;
   std::vector<int64_t> koffs = kernel_offsets(g);
@@ -523,14 +472,8 @@ void conv_transpose_gemm_f32(const ConvGeom& g, int64_t batch, int64_t channels,
             const float* cr = col.data() + (m * g.kernel_size + k) * kTile;
             const int64_t* ko = koffs.data() + k * nsp;
             for (size_t si = 0; si < nseg; ++si) {
-              int64_t row = 0;
-              bool inside = true;
-              for (size_t d = 0; d < last; ++d) {
-                const int64_t ci = seg.base[si * last + d] + ko[d];
-                inside = inside && ci >= 0 && ci < g.out[d];
-                row = row * g.out[d] + ci;
-              }
-              if (!inside) continue;
+              const int64_t row = flat_index(seg.base.data() + si * last, ko, g.out, last);
+              if (row < 0) continue;
               float* yr = ym + row * out_last;
               const int64_t jj0 = seg.jj0[si], len = seg.len[si];
               int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
@@ -561,7 +504,7 @@ void conv_transpose_typed(KernelContext& ctx) {
   const int64_t batch = xd[0], channels = xd[1], maps = wd[1] * group;
   if (y.dims().size() != xd.size() || y.dim(0) != batch || y.dim(1) != maps)
     ctx.fail("output {} does not match X {} and W {}", dims_str(y.dims()), dims_str(xd), dims_str(wd));
-  ConvGeom g = read_geom(ctx, xd, Dims(wd.begin() + 2, wd.end()), y.dims());
+  WindowGeom g = read_geom(ctx, xd, Dims(wd.begin() + 2, wd.end()), y.dims());
   std::string auto_pad = ctx.attr_s("auto_pad", "NOTSET");
   std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * g.nsp, 0));
   std::vector<int64_t> out_pad = ctx.attr_ints("output_padding", std::vector<int64_t>(g.nsp, 0));
@@ -633,7 +576,7 @@ void integer_conv(KernelContext& ctx, size_t xi, size_t wi, size_t xzpi, size_t 
   const Tensor& x = ctx.input(xi);
   const Tensor& w = ctx.input(wi);
   int64_t group = ctx.attr_i("group", 1);
-  ConvGeom g = forward_geom(ctx, x, w, y, group);
+  WindowGeom g = forward_geom(ctx, x, w, y, group);
   const int64_t batch = x.dim(0), channels = x.dim(1), maps = w.dim(0), cg = channels / group;
   std::vector<int32_t> xzp = zero_points(ctx, xzpi, 1, x.dtype());
   std::vector<int32_t> wzp = zero_points(ctx, wzpi, maps, w.dtype());
@@ -713,7 +656,7 @@ void deform_conv_typed(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   int64_t group = ctx.attr_i("group", 1);
   int64_t offset_group = ctx.attr_i("offset_group", 1);
-  ConvGeom g = forward_geom(ctx, x, w, y, group);
+  WindowGeom g = forward_geom(ctx, x, w, y, group);
   const int64_t batch = x.dim(0), channels = x.dim(1), maps = w.dim(0), cg = channels / group;
   const size_t nsp = g.nsp;
   if (offset_group < 1 || channels % offset_group != 0)
@@ -822,7 +765,7 @@ void col2im_typed(KernelContext& ctx) {
   want[1] = x.dim(1) / kprod;
   want.insert(want.end(), image.begin(), image.end());
   if (y.dims() != want) ctx.fail("output {} does not match the expected {}", dims_str(y.dims()), dims_str(want));
-  ConvGeom g;
+  WindowGeom g;
   g.nsp = nsp;
   g.in = image;
   g.kernel = block;
@@ -932,6 +875,24 @@ void causal_conv_kernel(KernelContext& ctx) {
                  "CausalConvWithState");
 }
 
+// ---- test hooks ----
+
+/// The geometry of a float Conv or ConvTranspose test case (pads already resolved).
+WindowGeom test_geom(const Dims& x_dims, const Dims& w_dims, const Dims& y_dims,
+                     const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                     const std::vector<int64_t>& pads_begin) {
+  WindowGeom g;
+  g.nsp = x_dims.size() - 2;
+  g.in.assign(x_dims.begin() + 2, x_dims.end());
+  g.out.assign(y_dims.begin() + 2, y_dims.end());
+  g.kernel.assign(w_dims.begin() + 2, w_dims.end());
+  g.strides = strides;
+  g.dilations = dilations;
+  g.pad_begin = pads_begin;
+  set_sizes(g);
+  return g;
+}
+
 }  // namespace
 
 /// Test hook for the oracle test of the GEMM path: float Conv on raw buffers through
@@ -941,17 +902,7 @@ void conv_f32_for_test(bool reference, const Dims& x_dims, const Dims& w_dims, c
                        const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
                        const std::vector<int64_t>& pads_begin, int64_t group, const float* x,
                        const float* w, const float* b, float* y) {
-  ConvGeom g;
-  g.nsp = x_dims.size() - 2;
-  g.in.assign(x_dims.begin() + 2, x_dims.end());
-  g.out.assign(y_dims.begin() + 2, y_dims.end());
-  g.kernel.assign(w_dims.begin() + 2, w_dims.end());
-  g.strides = strides;
-  g.dilations = dilations;
-  g.pad_begin = pads_begin;
-  g.in_size = product(g.in);
-  g.out_size = product(g.out);
-  g.kernel_size = product(g.kernel);
+  WindowGeom g = test_geom(x_dims, w_dims, y_dims, strides, dilations, pads_begin);
   if (reference)
     conv_reference_f32(g, x_dims[0], x_dims[1], w_dims[0], group, x, w, b, y);
   else
@@ -963,17 +914,7 @@ void conv_transpose_f32_for_test(bool reference, const Dims& x_dims, const Dims&
                                  const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
                                  const std::vector<int64_t>& pads_begin, int64_t group, const float* x,
                                  const float* w, const float* b, float* y) {
-  ConvGeom g;
-  g.nsp = x_dims.size() - 2;
-  g.in.assign(x_dims.begin() + 2, x_dims.end());
-  g.out.assign(y_dims.begin() + 2, y_dims.end());
-  g.kernel.assign(w_dims.begin() + 2, w_dims.end());
-  g.strides = strides;
-  g.dilations = dilations;
-  g.pad_begin = pads_begin;
-  g.in_size = product(g.in);
-  g.out_size = product(g.out);
-  g.kernel_size = product(g.kernel);
+  WindowGeom g = test_geom(x_dims, w_dims, y_dims, strides, dilations, pads_begin);
   const int64_t maps = w_dims[1] * group;
   if (reference)
     conv_transpose_reference<float>(g, x_dims[0], x_dims[1], maps, group, x, w, b, y);

@@ -7,6 +7,7 @@
 
 #include "kernels/reference/broadcast.h"
 #include "kernels/reference/dispatch.h"
+#include "kernels/reference/doubles.h"
 #include "kernels/registry.h"
 
 namespace onyx::kernels {
@@ -138,21 +139,6 @@ void binary_kernel(KernelContext& ctx) {
 
 // ---- Pow: the exponent may have another numeric type than the base ----
 
-/// Reads any numeric tensor as doubles.
-std::vector<double> as_doubles(const Tensor& t) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  dispatch_numeric(
-      t.dtype(),
-      [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        const T* p = t.data<T>();
-        for (size_t i = 0; i < out.size(); ++i)
-          out[i] = static_cast<double>(static_cast<acc_t<T>>(p[i]));
-      },
-      "Pow (exponent)");
-  return out;
-}
-
 /// Truncates toward zero; NaN and out-of-range values (undefined) give 0.
 template <typename T>
 T trunc_to_int(double v) {
@@ -185,7 +171,7 @@ void pow_kernel(KernelContext& ctx) {
   const Tensor& b = ctx.input(1);
   Tensor& y = ctx.output(0);
   if (y.dtype() != a.dtype()) ctx.fail("output dtype must be the base's");
-  const std::vector<double> e = as_doubles(b);
+  const std::vector<double> e = load_doubles(b, "Pow (exponent)");
   const Dims bd = legacy_rhs_dims(ctx, a.dims(), b.dims());
   dispatch_numeric(
       a.dtype(),

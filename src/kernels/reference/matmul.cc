@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/reference/arith.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -18,29 +19,11 @@ void matmul_gemm_f32(int64_t M, int64_t N, int64_t K, const float* A, int64_t ld
 
 namespace {
 
-template <typename T>
-constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
 /// The accumulator of the plain kernel: double for double, 64-bit wrapping integers
 /// for integers (a narrowing cast of the sum gives numpy's wrapped result).
 template <typename T>
 using mm_acc_t = std::conditional_t<std::is_floating_point_v<T>, T,
                                     std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
-
-template <typename A>
-A wadd(A a, A b) {
-  if constexpr (std::is_integral_v<A>)
-    return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  else
-    return a + b;
-}
-template <typename A>
-A wmul(A a, A b) {
-  if constexpr (std::is_integral_v<A>)
-    return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-  else
-    return a * b;
-}
 
 /// The plain reference: C = A * B with i-k-j order over a row accumulator.
 template <typename T>

@@ -3,41 +3,21 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "kernels/reference/dispatch.h"
+#include "kernels/reference/window.h"
 #include "kernels/registry.h"
 
 namespace onyx::kernels {
 
 namespace {
 
-/// Window geometry of one pooling op, each list with one value per spatial axis.
-struct PoolGeom {
-  size_t nsp = 0;
-  Dims in, out, kernel;
-  std::vector<int64_t> strides, dilations, pad_begin, pad_end;
-  int64_t in_size = 1, out_size = 1, kernel_size = 1;
-};
-
-bool next_index(std::vector<int64_t>& idx, const Dims& extent) {
-  for (size_t d = idx.size(); d-- > 0;) {
-    if (++idx[d] < extent[d]) return true;
-    idx[d] = 0;
-  }
-  return false;
-}
-
-int64_t product(const Dims& d) {
-  int64_t p = 1;
-  for (int64_t v : d) p *= v;
-  return p;
-}
-
 /// Reads the pooling attributes for X and Y (Y's shape came from the shape function)
 /// and resolves auto_pad into explicit begin/end pads.
-PoolGeom pool_geom(const KernelContext& ctx, const Tensor& x, const Tensor& y) {
-  PoolGeom g;
+WindowGeom pool_geom(const KernelContext& ctx, const Tensor& x, const Tensor& y) {
+  WindowGeom g;
   const Dims& xd = x.dims();
   if (xd.size() < 3) ctx.fail("X must have rank >= 3 (N, C, spatial...), got {}", dims_str(xd));
   g.nsp = xd.size() - 2;
@@ -59,31 +39,14 @@ PoolGeom pool_geom(const KernelContext& ctx, const Tensor& x, const Tensor& y) {
     if (g.kernel[i] < 1 || g.strides[i] < 1 || g.dilations[i] < 1)
       ctx.fail("kernel_shape, strides and dilations must be >= 1");
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      int64_t ek = (g.kernel[i] - 1) * g.dilations[i] + 1;
-      int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.strides[i] + ek - g.in[i]);
-      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      g.pad_end[i] = total - g.pad_begin[i];
+      std::tie(g.pad_begin[i], g.pad_end[i]) = same_pads(g, i, auto_pad == "SAME_UPPER");
     } else if (auto_pad == "NOTSET") {
       g.pad_begin[i] = pads[i];
       g.pad_end[i] = pads[i + nsp];
     }
   }
-  g.in_size = product(g.in);
-  g.out_size = product(g.out);
-  g.kernel_size = product(g.kernel);
+  set_sizes(g);
   return g;
-}
-
-/// Per-kernel-position offsets (k_d * dilation_d) for each flat kernel index.
-std::vector<int64_t> kernel_offsets(const PoolGeom& g) {
-  std::vector<int64_t> offs(static_cast<size_t>(g.kernel_size) * g.nsp);
-  std::vector<int64_t> k(g.nsp, 0);
-  int64_t i = 0;
-  do {
-    for (size_t d = 0; d < g.nsp; ++d) offs[i * g.nsp + d] = k[d] * g.dilations[d];
-    ++i;
-  } while (next_index(k, g.kernel));
-  return offs;
 }
 
 /// The input positions of every pooling window, shared by all (n, c) planes:
@@ -93,7 +56,7 @@ struct Windows {
   std::vector<int64_t> flat, start, padded;
 };
 
-Windows build_windows(const PoolGeom& g) {
+Windows build_windows(const WindowGeom& g) {
   Windows w;
   std::vector<int64_t> koffs = kernel_offsets(g);
   std::vector<int64_t> o(g.nsp, 0);
@@ -124,7 +87,7 @@ template <typename T>
 void max_pool_typed(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
-  PoolGeom g = pool_geom(ctx, x, y);
+  WindowGeom g = pool_geom(ctx, x, y);
   Tensor* ind = nullptr;
   if (ctx.has_output(1)) {
     ind = &ctx.output(1);
@@ -188,7 +151,7 @@ template <typename T>
 void average_pool_typed(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
-  PoolGeom g = pool_geom(ctx, x, y);
+  WindowGeom g = pool_geom(ctx, x, y);
   bool include_pad = ctx.attr_i("count_include_pad", 0) != 0;
   if (y.numel() == 0) return;
   const int64_t planes = x.dim(0) * x.dim(1);
@@ -241,7 +204,7 @@ template <typename T>
 void lp_pool_typed(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
-  PoolGeom g = pool_geom(ctx, x, y);
+  WindowGeom g = pool_geom(ctx, x, y);
   double p = read_p(ctx);
   if (y.numel() == 0) return;
   const int64_t planes = x.dim(0) * x.dim(1);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/reference/arith.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -16,31 +17,12 @@ void register_reduce_scan(Registry& r);
 namespace {
 
 template <typename T>
-constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-template <typename T>
 constexpr bool is_floatish_v = std::is_floating_point_v<T> || is_half_v<T>;
 
 /// Wide accumulator: double for floats, 64-bit integers (wrapping) for integers.
 template <typename T>
 using wide_t = std::conditional_t<is_floatish_v<T>, double,
                                   std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
-
-/// Integer sums and products wrap (two's complement) instead of overflowing, which is
-/// what a narrowing cast of numpy's int64 result gives.
-template <typename A>
-A wadd(A a, A b) {
-  if constexpr (std::is_integral_v<A>)
-    return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  else
-    return a + b;
-}
-template <typename A>
-A wmul(A a, A b) {
-  if constexpr (std::is_integral_v<A>)
-    return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-  else
-    return a * b;
-}
 
 template <typename T, typename V>
 T to_t(V v) {

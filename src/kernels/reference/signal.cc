@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/reference/dispatch.h"
+#include "kernels/reference/doubles.h"
 #include "kernels/registry.h"
 
 namespace onyx::kernels {
@@ -14,30 +15,12 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 
 std::vector<double> load(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  dispatch_numeric(
-      t.dtype(),
-      [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        const T* p = t.data<T>();
-        for (size_t i = 0; i < v.size(); ++i)
-          v[i] = static_cast<double>(static_cast<acc_t<T>>(p[i]));
-      },
-      "signal kernels");
-  return v;
+  return load_doubles(t, "signal kernels");
 }
 
 /// Writes doubles into a numeric tensor (integers truncate toward zero, as a C cast).
 void store(Tensor& t, const std::vector<double>& v) {
-  dispatch_numeric(
-      t.dtype(),
-      [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        T* p = t.data<T>();
-        for (int64_t i = 0; i < t.numel(); ++i)
-          p[i] = T(static_cast<acc_t<T>>(v[static_cast<size_t>(i)]));
-      },
-      "signal kernels");
+  store_doubles(t, v, "signal kernels");
 }
 
 /// A scalar int32/int64 input.
