@@ -2,8 +2,6 @@
 // every output with reference outputs (onnxruntime, PyTorch) within a tolerance.
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -156,39 +154,6 @@ OutputCompare compare(const Tensor& got, const Tensor& want, double rtol, double
   }
   return c;
 }
-
-/// Progress line with an ETA on stderr, only when stderr is a terminal.
-class Progress {
- public:
-  Progress(size_t total, bool enabled) : total_(total), enabled_(enabled && isatty(STDERR_FILENO)), start_(Clock::now()) {}
-  void update(size_t done, const std::string& current) {
-    if (!enabled_) return;
-    auto now = Clock::now();
-    if (done != 0 && done != total_ && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    double el = std::chrono::duration<double>(now - start_).count();
-    std::string eta = done ? fmt_secs(el / static_cast<double>(done) * static_cast<double>(total_ - done)) : "?";
-    std::string name = current.size() > 30 ? current.substr(0, 27) + "..." : current;
-    std::fprintf(stderr, "\r\033[K[%zu/%zu] %3.0f%%  elapsed %s  ETA %s  %s", done, total_,
-                 100.0 * static_cast<double>(done) / static_cast<double>(total_), fmt_secs(el).c_str(), eta.c_str(), name.c_str());
-    std::fflush(stderr);
-  }
-  void finish() {
-    if (enabled_) std::fprintf(stderr, "\r\033[K"), std::fflush(stderr);
-  }
-
- private:
-  static std::string fmt_secs(double s) {
-    char buf[32];
-    if (s < 60) std::snprintf(buf, sizeof buf, "%.1fs", s);
-    else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-    else std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
-    return buf;
-  }
-  size_t total_;
-  bool enabled_;
-  Clock::time_point start_, last_;
-};
 
 const Tensor* find_array(const std::vector<format::NpzArray>& arrays, const std::string& name, bool only_one) {
   for (const auto& a : arrays)
