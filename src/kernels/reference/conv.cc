@@ -1,5 +1,5 @@
 // Reference kernels of the conv family: Conv, ConvTranspose, ConvInteger, QLinearConv,
-// DeformConv, Col2Im, CausalConvWithState. Float Conv also has a faster im2col + blocked GEMM path; the
+// DeformConv, Col2Im, CausalConvWithState. Float Conv also has a faster im2col + SIMD GEMM path; the
 // direct loops stay as its oracle and serve every other dtype.
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,10 @@
 
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/window.h"
+#include "kernels/cpu/fast_path.h"
 #include "kernels/registry.h"
+#include "runtime/thread_pool.h"
+#include "simd/gemm.h"
 
 namespace onyx::kernels {
 
@@ -111,42 +114,19 @@ void conv_direct(const WindowGeom& g, int64_t batch, int64_t channels, int64_t m
   }
 }
 
-// ---- float Conv: im2col + cache-blocked GEMM ----
+// ---- float Conv: im2col + SIMD GEMM ----
 //
 // Per (image, group) the convolution is Y[Mg x OS] = W[Mg x K] * col[K x OS] with
-// K = Cg * prod(kernel). The output positions are processed in tiles of kTile columns;
-// each tile's im2col rows are written straight into NR-wide panels ([K][kNR] per
-// panel), and the weights are packed once into MR-high panels ([K][kMR] per panel), so
-// the register-tiled micro kernel reads both operands contiguously.
+// K = Cg * prod(kernel), computed by simd::sgemm (src/simd/gemm.h). The output positions
+// are processed in tiles of columns whose im2col rows fit in about 2 MiB, written straight
+// into the GEMM's B panel layout; a pointwise convolution (1x1, stride 1, no pads) reads X
+// as the col matrix directly.
+//
+// This fast path stays next to its direct-loop oracle (conv_reference_f32) rather than in
+// src/kernels/cpu/: it shares the window geometry helpers of this file and the GEMM itself
+// lives in src/simd/.
 
-// 4 x 8 keeps the accumulators in registers with plain SSE2/SIMD128 code generation;
-// larger tiles made GCC keep them in memory (5x slower).
-constexpr int64_t kMR = 4;     // output channels per register tile
-constexpr int64_t kNR = 8;     // output positions per register tile
-constexpr int64_t kKC = 256;   // depth of one GEMM pass (keeps the panels cache-resident)
-constexpr int64_t kTile = 256; // output positions per im2col tile; a multiple of kNR
-
-/// c[mr x nr] (row stride ldc) += a[kc x kMR] * b[kc x kNR]; rows >= mr and columns
-/// >= nr of the packed panels are zero padding and are not stored.
-inline void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
-                         int64_t nr) {
-  float acc[kMR][kNR] = {};
-  for (int64_t p = 0; p < kc; ++p) {
-    const float* bp = b + p * kNR;
-    const float* ap = a + p * kMR;
-    for (int64_t r = 0; r < kMR; ++r) {
-      const float av = ap[r];
-      for (int64_t t = 0; t < kNR; ++t) acc[r][t] += av * bp[t];
-    }
-  }
-  if (mr == kMR && nr == kNR) {
-    for (int64_t r = 0; r < kMR; ++r)
-      for (int64_t t = 0; t < kNR; ++t) c[r * ldc + t] += acc[r][t];
-  } else {
-    for (int64_t r = 0; r < mr; ++r)
-      for (int64_t t = 0; t < nr; ++t) c[r * ldc + t] += acc[r][t];
-  }
-}
+constexpr int64_t kColFloats = int64_t(1) << 19;  // im2col tile budget (2 MiB of floats)
 
 /// Runs of tile columns that share every output coordinate but the last: segment i
 /// covers tile columns [jj0, jj0 + len) whose last output coordinate starts at o_last,
@@ -226,7 +206,7 @@ void depthwise2d_f32(const WindowGeom& g, int64_t batch, int64_t channels, const
 }
 
 void conv_gemm_f32(const WindowGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
-                   const float* x, const float* w, const float* bias, float* y) {
+                   const float* x, const float* w, const float* bias, float* y, ThreadPool* pool) {
   const int64_t cg = channels / group, mg = maps / group;
   const size_t nsp = g.nsp, last = nsp - 1;
   if (cg == 1 && mg == 1 && nsp == 2) {
@@ -234,88 +214,94 @@ void conv_gemm_f32(const WindowGeom& g, int64_t batch, int64_t channels, int64_t
     return;
   }
   const int64_t kdepth = cg * g.kernel_size;
-  const int64_t mpanels = (mg + kMR - 1) / kMR;
-
-  // Weights of every group as MR-high panels: wpack[group][panel][k][r].
-  std::vector<float> wpack(static_cast<size_t>(group * mpanels * kdepth * kMR), 0.0f);
-  for (int64_t gi = 0; gi < group; ++gi)
-    for (int64_t ib = 0; ib < mpanels; ++ib) {
-      float* dst = wpack.data() + (gi * mpanels + ib) * kdepth * kMR;
-      for (int64_t r = 0; r < kMR && ib * kMR + r < mg; ++r) {
-        const float* src = w + (gi * mg + ib * kMR + r) * kdepth;
-        for (int64_t p = 0; p < kdepth; ++p) dst[p * kMR + r] = src[p];
-      }
-    }
-
   bool pointwise = true;
   for (size_t d = 0; d < nsp; ++d)
     if (g.kernel[d] != 1 || g.strides[d] != 1 || g.pad_begin[d] != 0 || g.in[d] != g.out[d]) pointwise = false;
 
+  const int64_t nr = simd::gemm_panel_width();
+  const int64_t tile = pointwise ? g.out_size : std::min(g.out_size, std::max(kColFloats / kdepth, int64_t(64)));
   std::vector<int64_t> koffs = kernel_offsets(g);
-  std::vector<float> bpack(static_cast<size_t>(kTile * kdepth));
+  // im2col tile as GEMM panels: panels[jj / nr][p][jj % nr] = col[p][jj].
+  std::vector<float> panels(pointwise ? 0 : static_cast<size_t>((tile + nr - 1) / nr * nr * kdepth));
   Segments seg;
   const int64_t in_last = g.in[last], s_last = g.strides[last], p_last = g.pad_begin[last];
+  const float beta = bias ? 1.0f : 0.0f;  // the bias is written first and accumulated onto
 
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t gi = 0; gi < group; ++gi) {
       const float* xg = x + (n * channels + gi * cg) * g.in_size;
       float* yg = y + (n * maps + gi * mg) * g.out_size;
-      const float* wg = wpack.data() + gi * mpanels * kdepth * kMR;
+      const float* wg = w + gi * mg * kdepth;
+      if (bias)
+        for (int64_t m = 0; m < mg; ++m)
+          std::fill(yg + m * g.out_size, yg + (m + 1) * g.out_size, bias[gi * mg + m]);
+      if (pointwise) {
+        simd::sgemm(false, false, mg, g.out_size, kdepth, 1.0f, wg, kdepth, xg, g.in_size, beta, yg, g.out_size,
+                    pool);
+        continue;
+      }
       std::vector<int64_t> o(nsp, 0);  // output coordinate of the next tile's first column
-      for (int64_t j0 = 0; j0 < g.out_size; j0 += kTile) {
-        const int64_t nt = std::min(kTile, g.out_size - j0);
-        const int64_t npanels = (nt + kNR - 1) / kNR;
-        // im2col into panels: bpack[panel][p][t] holds col[p][j0 + panel * kNR + t];
-        // columns past nt stay zero.
-        auto at = [&](int64_t p, int64_t jj) -> float& {
-          return bpack[(jj / kNR) * kdepth * kNR + p * kNR + jj % kNR];
-        };
-        if (pointwise) {
-          for (int64_t p = 0; p < kdepth; ++p) {
-            const float* src = xg + p * g.in_size + j0;
-            for (int64_t jj = 0; jj < npanels * kNR; ++jj) at(p, jj) = jj < nt ? src[jj] : 0.0f;
-          }
-        } else {
-          tile_segments(g, o, nt, seg);
-          const size_t nseg = seg.jj0.size();
-          for (int64_t c = 0; c < cg; ++c) {
+      for (int64_t j0 = 0; j0 < g.out_size; j0 += tile) {
+        const int64_t nt = std::min(tile, g.out_size - j0);
+        const int64_t npanels = (nt + nr - 1) / nr;
+        tile_segments(g, o, nt, seg);
+        const size_t nseg = seg.jj0.size();
+        auto im2col = [&](int64_t c0, int64_t c1) {  // the panel rows of channels [c0, c1)
+          for (int64_t c = c0; c < c1; ++c) {
             const float* xc = xg + c * g.in_size;
             for (int64_t k = 0; k < g.kernel_size; ++k) {
               const int64_t p = c * g.kernel_size + k;
+              float* prow = panels.data() + p * nr;  // row p of panel 0; panel q is q * kdepth * nr further
               const int64_t* ko = koffs.data() + k * nsp;
               for (size_t si = 0; si < nseg; ++si) {
                 // Leading axes: one input row for the whole segment (or padding).
                 const int64_t row = flat_index(seg.base.data() + si * last, ko, g.in, last);
                 const int64_t jj0 = seg.jj0[si], len = seg.len[si];
-                if (row < 0) {
-                  for (int64_t i = 0; i < len; ++i) at(p, jj0 + i) = 0.0f;
+                const float* xr = row < 0 ? nullptr : xc + row * in_last;
+                int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
+                float* dst = prow + (jj0 / nr) * kdepth * nr;
+                int64_t r = jj0 % nr;
+                if (s_last == 1) {
+                  // Zeros before and after the run of columns inside the row, a copy in between,
+                  // each cut at the panel boundaries.
+                  const int64_t lo = xr ? std::clamp(-ci, int64_t(0), len) : len;
+                  const int64_t hi = xr ? std::clamp(in_last - ci, lo, len) : len;
+                  for (int64_t i = 0; i < len;) {
+                    const int64_t end = std::min({i + nr - r, i < lo ? lo : (i < hi ? hi : len), len});
+                    if (i >= lo && i < hi)
+                      std::copy(xr + ci + i, xr + ci + end, dst + r);
+                    else
+                      std::fill(dst + r, dst + r + (end - i), 0.0f);
+                    r += end - i;
+                    i = end;
+                    if (r == nr) {
+                      r = 0;
+                      dst += kdepth * nr;
+                    }
+                  }
                   continue;
                 }
-                const float* xr = xc + row * in_last;
-                int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
-                for (int64_t i = 0; i < len; ++i, ci += s_last)
-                  at(p, jj0 + i) = ci >= 0 && ci < in_last ? xr[ci] : 0.0f;
+                for (int64_t i = 0; i < len; ++i, ci += s_last) {
+                  dst[r] = xr && ci >= 0 && ci < in_last ? xr[ci] : 0.0f;
+                  if (++r == nr) {
+                    r = 0;
+                    dst += kdepth * nr;
+                  }
+                }
               }
-              for (int64_t jj = nt; jj < npanels * kNR; ++jj) at(p, jj) = 0.0f;
+              if (nt % nr != 0) {  // columns past nt in the last panel are zero
+                float* dst = prow + (npanels - 1) * kdepth * nr;
+                std::fill(dst + nt % nr, dst + nr, 0.0f);
+              }
             }
           }
-        }
-        for (int64_t m = 0; m < mg; ++m) {
-          const float bv = bias ? bias[gi * mg + m] : 0.0f;
-          std::fill(yg + m * g.out_size + j0, yg + m * g.out_size + j0 + nt, bv);
-        }
-        for (int64_t p0 = 0; p0 < kdepth; p0 += kKC) {
-          const int64_t kc = std::min(kKC, kdepth - p0);
-          for (int64_t ib = 0; ib < mpanels; ++ib) {
-            const float* a = wg + ib * kdepth * kMR + p0 * kMR;
-            const int64_t mr = std::min(kMR, mg - ib * kMR);
-            for (int64_t jb = 0; jb < npanels; ++jb) {
-              micro_kernel(kc, a, bpack.data() + jb * kdepth * kNR + p0 * kNR,
-                           yg + ib * kMR * g.out_size + j0 + jb * kNR, g.out_size, mr,
-                           std::min(kNR, nt - jb * kNR));
-            }
-          }
-        }
+        };
+        if (pool && pool->size() > 1 && cg > 1 && kdepth * nt >= (1 << 15))
+          pool->parallel_for(cg, im2col);
+        else
+          im2col(0, cg);
+        simd::sgemm_panels(false, mg, nt, kdepth, 1.0f, wg, kdepth, panels.data(), beta, yg + j0, g.out_size,
+                           pool);
       }
     }
   }
@@ -337,8 +323,13 @@ void conv_typed(KernelContext& ctx) {
   }
   if (y.numel() == 0) return;
   if constexpr (std::is_same_v<T, float>) {
-    conv_gemm_f32(g, batch, channels, maps, group, x.data<float>(), w.data<float>(), b, y.data<float>());
-  } else {
+    if (cpu::fast_paths_enabled()) {
+      conv_gemm_f32(g, batch, channels, maps, group, x.data<float>(), w.data<float>(), b, y.data<float>(),
+                    ctx.pool());
+      return;
+    }
+  }
+  {
     const T* xp = x.data<T>();
     const T* wp = w.data<T>();
     T* yp = y.data<T>();
@@ -415,21 +406,12 @@ void conv_transpose_reference(const WindowGeom& g, int64_t batch, int64_t channe
 }
 
 /// Float ConvTranspose: per (image, group) col[Mg*K x IS] = W_g^T[Mg*K x Cg] * X_g[Cg x IS]
-/// with the blocked GEMM of Conv, then col2im adds each column into the output.
+/// with simd::sgemm, then col2im adds each column into the output.
 void conv_transpose_gemm_f32(const WindowGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
-                             const float* x, const float* w, const float* bias, float* y) {
+                             const float* x, const float* w, const float* bias, float* y, ThreadPool* pool) {
   const int64_t cg = channels / group, mg = maps / group;
   const int64_t rows = mg * g.kernel_size;  // GEMM rows: (output channel, kernel index)
-  const int64_t mpanels = (rows + kMR - 1) / kMR;
   const size_t nsp = g.nsp, last = nsp - 1;
-  // A = W_g^T as MR-high panels: apack[group][panel][c][r] = W[g*cg + c][panel*kMR + r].
-  std::vector<float> apack(static_cast<size_t>(group * mpanels * cg * kMR), 0.0f);
-  for (int64_t gi = 0; gi < group; ++gi)
-    for (int64_t c = 0; c < cg; ++c) {
-      const float* src = w + (gi * cg + c) * rows;
-      for (int64_t row = 0; row < rows; ++row)
-        apack[((gi * mpanels + row / kMR) * cg + c) * kMR + row % kMR] = src[row];
-    }
   for (int64_t nm = 0; nm < batch * maps; ++nm)
     std::fill(y + nm * g.out_size, y + (nm + 1) * g.out_size, bias ? bias[nm % maps] : 0.0f);
   // The scatter walks input positions and writes output positions, which is the
@@ -438,38 +420,27 @@ void conv_transpose_gemm_f32(const WindowGeom& g, int64_t batch, int64_t channel
   sg.in = g.out;
   sg.out = g.in;
   std::vector<int64_t> koffs = kernel_offsets(g);
-  std::vector<float> bpack(static_cast<size_t>(kTile * cg)), col(static_cast<size_t>(rows * kTile));
+  // Columns (input positions) per tile, so the [rows x tile] col block stays within budget.
+  const int64_t tile =
+      std::min(std::max<int64_t>(g.in_size, 1), std::max(kColFloats / std::max<int64_t>(rows, 1), int64_t(64)));
+  std::vector<float> col(static_cast<size_t>(rows * tile));
   Segments seg;
   const int64_t out_last = g.out[last], s_last = g.strides[last], p_last = g.pad_begin[last];
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t gi = 0; gi < group; ++gi) {
       const float* xg = x + (n * channels + gi * cg) * g.in_size;
       float* yg = y + (n * maps + gi * mg) * g.out_size;
-      const float* ag = apack.data() + gi * mpanels * cg * kMR;
+      const float* wg = w + gi * cg * rows;  // [cg][rows]: op(A) = its transpose
       std::vector<int64_t> o(nsp, 0);  // input coordinate of the next tile's first column
-      for (int64_t j0 = 0; j0 < g.in_size; j0 += kTile) {
-        const int64_t nt = std::min(kTile, g.in_size - j0);
-        const int64_t npanels = (nt + kNR - 1) / kNR;
-        for (int64_t c = 0; c < cg; ++c) {
-          const float* src = xg + c * g.in_size + j0;
-          for (int64_t jj = 0; jj < npanels * kNR; ++jj)
-            bpack[(jj / kNR) * cg * kNR + c * kNR + jj % kNR] = jj < nt ? src[jj] : 0.0f;
-        }
-        std::fill(col.begin(), col.end(), 0.0f);
-        for (int64_t p0 = 0; p0 < cg; p0 += kKC) {
-          const int64_t kc = std::min(kKC, cg - p0);
-          for (int64_t ib = 0; ib < mpanels; ++ib)
-            for (int64_t jb = 0; jb < npanels; ++jb)
-              micro_kernel(kc, ag + ib * cg * kMR + p0 * kMR, bpack.data() + jb * cg * kNR + p0 * kNR,
-                           col.data() + ib * kMR * kTile + jb * kNR, kTile, std::min(kMR, rows - ib * kMR),
-                           std::min(kNR, nt - jb * kNR));
-        }
+      for (int64_t j0 = 0; j0 < g.in_size; j0 += tile) {
+        const int64_t nt = std::min(tile, g.in_size - j0);
+        simd::sgemm(true, false, rows, nt, cg, 1.0f, wg, rows, xg + j0, g.in_size, 0.0f, col.data(), tile, pool);
         tile_segments(sg, o, nt, seg);
         const size_t nseg = seg.jj0.size();
         for (int64_t m = 0; m < mg; ++m) {
           float* ym = yg + m * g.out_size;
           for (int64_t k = 0; k < g.kernel_size; ++k) {
-            const float* cr = col.data() + (m * g.kernel_size + k) * kTile;
+            const float* cr = col.data() + (m * g.kernel_size + k) * tile;
             const int64_t* ko = koffs.data() + k * nsp;
             for (size_t si = 0; si < nseg; ++si) {
               const int64_t row = flat_index(seg.base.data() + si * last, ko, g.out, last);
@@ -528,10 +499,14 @@ void conv_transpose_typed(KernelContext& ctx) {
   if (bt && bt->numel() != maps) ctx.fail("bias B has {} values, expected {}", bt->numel(), maps);
   if (y.numel() == 0) return;
   const T* bp = bt ? bt->data<T>() : nullptr;
-  if constexpr (std::is_same_v<T, float>)
-    conv_transpose_gemm_f32(g, batch, channels, maps, group, x.data<T>(), w.data<T>(), bp, y.data<T>());
-  else
-    conv_transpose_reference<T>(g, batch, channels, maps, group, x.data<T>(), w.data<T>(), bp, y.data<T>());
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu::fast_paths_enabled()) {
+      conv_transpose_gemm_f32(g, batch, channels, maps, group, x.data<T>(), w.data<T>(), bp, y.data<T>(),
+                              ctx.pool());
+      return;
+    }
+  }
+  conv_transpose_reference<T>(g, batch, channels, maps, group, x.data<T>(), w.data<T>(), bp, y.data<T>());
 }
 
 void conv_transpose_kernel(KernelContext& ctx) {
@@ -906,7 +881,7 @@ void conv_f32_for_test(bool reference, const Dims& x_dims, const Dims& w_dims, c
   if (reference)
     conv_reference_f32(g, x_dims[0], x_dims[1], w_dims[0], group, x, w, b, y);
   else
-    conv_gemm_f32(g, x_dims[0], x_dims[1], w_dims[0], group, x, w, b, y);
+    conv_gemm_f32(g, x_dims[0], x_dims[1], w_dims[0], group, x, w, b, y, nullptr);
 }
 
 /// Test hook as above for ConvTranspose (W is [C, M/group, k...]; pads_begin resolved).
@@ -919,7 +894,7 @@ void conv_transpose_f32_for_test(bool reference, const Dims& x_dims, const Dims&
   if (reference)
     conv_transpose_reference<float>(g, x_dims[0], x_dims[1], maps, group, x, w, b, y);
   else
-    conv_transpose_gemm_f32(g, x_dims[0], x_dims[1], maps, group, x, w, b, y);
+    conv_transpose_gemm_f32(g, x_dims[0], x_dims[1], maps, group, x, w, b, y, nullptr);
 }
 
 void register_conv(Registry& r) {
