@@ -3,7 +3,7 @@ BUILD ?= build
 SUITE ?= $(CURDIR)/../shared/conformance/onnx-node
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build demo test test-models test-asan test-wasm conformance-report clean
+.PHONY: all setup build demo test test-models test-asan test-wasm conformance-report bench clean
 
 all: build
 
@@ -25,6 +25,10 @@ test: build
 
 test-models: build
 	@cd $(BUILD) && ctest -R 'models_parity|crnn_digits' --output-on-failure
+
+# onyx against onnxruntime-node, interleaved in one run; rewrites bench/RESULTS.md.
+bench: build
+	@/usr/bin/python3 bench/run.py --build-dir $(BUILD)
 
 test-wasm: setup
 	@scripts/test_wasm.sh

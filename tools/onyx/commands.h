@@ -15,6 +15,7 @@ Action add_graph(CLI::App& app);
 Action add_parity(CLI::App& app);
 Action add_card(CLI::App& app);
 Action add_ocr(CLI::App& app);
+Action add_bench(CLI::App& app);
 
 /// Prints an error the way every subcommand does ("onyx: error: ...").
 void print_error(const std::string& msg);

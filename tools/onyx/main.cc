@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   add(add_parity);
   add(add_card);
   add(add_ocr);
+  add(add_bench);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

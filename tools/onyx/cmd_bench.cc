@@ -1,0 +1,199 @@
+// onyx bench MODEL: cold start and warm latency of one model, for people and for
+// bench/run.py (which puts it side by side with onnxruntime).
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "base/error.h"
+#include "format/loader.h"
+#include "format/npy.h"
+#include "ir/graph.h"
+#include "onyx/session.h"
+#include "tools/onyx/commands.h"
+#include "tools/onyx/util.h"
+
+namespace onyx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct BenchArgs {
+  std::string model;
+  FeedSpec feeds;
+  int warmup = 5;
+  int runs = 20;
+  double min_time = 1.0;
+  int threads = 1;
+  std::string save_inputs;
+  bool json = false;
+};
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+/// Summary of the warm run times, in milliseconds.
+struct Stats {
+  double mean = 0, median = 0, p90 = 0, min = 0, max = 0, stddev = 0;
+};
+
+/// q-quantile with linear interpolation between order statistics (numpy's default).
+double quantile(const std::vector<double>& sorted, double q) {
+  double pos = q * static_cast<double>(sorted.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+Stats summarize(std::vector<double> v) {
+  Stats s;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - s.mean) * (x - s.mean);
+  s.stddev = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0;
+  s.median = quantile(v, 0.5);
+  s.p90 = quantile(v, 0.9);
+  s.min = v.front();
+  s.max = v.back();
+  return s;
+}
+
+std::string ms_str(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ms < 1 ? "%.3f ms" : ms < 100 ? "%.2f ms" : "%.1f ms", ms);
+  return buf;
+}
+
+int run_bench(const BenchArgs& a) {
+  if (a.runs < 1) fail_arg("--runs must be at least 1, got {}", a.runs);
+  SessionOptions so;
+  so.threads = a.threads;
+
+  // Cold start: what a process pays before its first answer.
+  auto t0 = Clock::now();
+  auto model = format::load_model(a.model);
+  double open_ms = ms_since(t0);
+  auto t1 = Clock::now();
+  std::unique_ptr<Session> session;
+  try {
+    session = Session::create(model, so);
+  } catch (const Error& e) {
+    throw Error(e.code(), a.model + ": " + e.what());
+  }
+  double session_ms = ms_since(t1);
+
+  Feeds feeds = make_feeds(*session, a.feeds);
+  if (!a.json)
+    for (const auto& n : feeds.notes) std::cerr << "onyx: note: " << n << "\n";
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const auto& [name, v] : feeds.values) {
+    nlohmann::json in{{"name", name}};
+    if (v.is_tensor()) {
+      in["dtype"] = std::string(dtype_name(v.tensor().dtype()));
+      in["shape"] = v.tensor().dims();
+    }
+    inputs.push_back(in);
+  }
+  if (!a.save_inputs.empty()) {
+    std::error_code ec;
+    fs::create_directories(a.save_inputs, ec);
+    if (ec) fail(ErrorCode::kIo, "cannot create folder '{}': {}", a.save_inputs, ec.message());
+    for (const auto& [name, v] : feeds.values) {
+      if (!v.is_tensor()) fail_arg("--save-inputs: input '{}' is not a tensor", name);
+      format::write_npy_file((fs::path(a.save_inputs) / (safe_file_name(name) + ".npy")).string(), v.tensor());
+    }
+  }
+
+  auto t2 = Clock::now();
+  session->run(feeds.values);
+  double first_ms = ms_since(t2);
+
+  // Warm: warmup runs, then at least `runs` runs and at least `min_time` seconds of them.
+  for (int i = 0; i < a.warmup; ++i) session->run(feeds.values);
+  std::vector<double> times;
+  double guess_ms = std::max(first_ms, 1e-3);
+  size_t planned = std::max<size_t>(static_cast<size_t>(a.runs),
+                                    static_cast<size_t>(a.min_time * 1000.0 / guess_ms));
+  Progress progress(planned, !a.json && planned * guess_ms > 2000.0);
+  auto t_warm = Clock::now();
+  while (times.size() < static_cast<size_t>(a.runs) ||
+         std::chrono::duration<double>(Clock::now() - t_warm).count() < a.min_time) {
+    auto t = Clock::now();
+    session->run(feeds.values);
+    times.push_back(ms_since(t));
+    if (times.size() == 3) {
+      planned = std::max<size_t>(static_cast<size_t>(a.runs),
+                                 static_cast<size_t>(a.min_time * 1000.0 / (ms_since(t_warm) / 3.0)));
+      progress.set_total(planned);
+    }
+    progress.update(times.size(), "warm runs");
+  }
+  double warm_s = ms_since(t_warm) / 1000.0;
+  progress.finish();
+  Stats s = summarize(times);
+
+  double load_ms = open_ms + session_ms;
+  if (a.json) {
+    nlohmann::json j;
+    j["tool"] = "onyx";
+    j["model"] = a.model;
+    j["provider"] = "cpu";
+    j["threads"] = a.threads;
+    j["inputs"] = inputs;
+    j["cold"] = {{"open_ms", open_ms},          {"session_ms", session_ms}, {"load_ms", load_ms},
+                 {"first_run_ms", first_ms}, {"total_ms", load_ms + first_ms}};
+    j["warm"] = {{"warmup", a.warmup},    {"runs", times.size()}, {"seconds", warm_s},
+                 {"mean_ms", s.mean},     {"median_ms", s.median}, {"p90_ms", s.p90},
+                 {"min_ms", s.min},       {"max_ms", s.max},       {"stddev_ms", s.stddev}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "model       " << a.model << "\n";
+  std::cout << "provider    cpu, " << a.threads << " thread" << (a.threads == 1 ? "" : "s") << "\n";
+  for (const auto& in : inputs)
+    std::cout << "input       " << in["name"].get<std::string>() << ": "
+              << (in.contains("dtype") ? in["dtype"].get<std::string>() + in["shape"].dump() : "not a tensor") << "\n";
+  std::cout << "cold start  " << ms_str(load_ms + first_ms) << " = open " << ms_str(open_ms) << " + session "
+            << ms_str(session_ms) << " + first run " << ms_str(first_ms) << "\n";
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.2f s", warm_s);
+  std::cout << "warm        " << times.size() << " runs after " << a.warmup << " warmup (" << secs << ")\n";
+  std::cout << "            median " << ms_str(s.median) << "  mean " << ms_str(s.mean) << "  p90 " << ms_str(s.p90)
+            << "  min " << ms_str(s.min) << "  stddev " << ms_str(s.stddev) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Action add_bench(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  auto* sub = app.add_subcommand(
+      "bench",
+      "Measure how long a model takes to start and to run, inside this process.\n"
+      "Cold start: reading the model (open), planning the session (session) and the first\n"
+      "run, each timed once. Warm: after --warmup runs, the model runs at least --runs\n"
+      "times and for at least --min-time seconds on the same inputs; each run is timed\n"
+      "alone (feeds in, outputs allocated and returned) and summarised as median, mean,\n"
+      "p90 (linear interpolation), min and stddev in milliseconds. Inputs are built as by\n"
+      "'onyx run' and are not part of any timing. A progress line goes to stderr when it is\n"
+      "a terminal and the warm runs take more than about 2 s. bench/run.py compares this\n"
+      "with onnxruntime.");
+  sub->add_option("model", args->model, "the .onnx file")->required();
+  add_feed_options(sub, args->feeds);
+  sub->add_option("--warmup", args->warmup, "untimed runs after the first one (default 5)")->check(CLI::Range(0, 1000000));
+  sub->add_option("--runs", args->runs, "least number of timed runs (default 20)")->check(CLI::Range(1, 100000000));
+  sub->add_option("--min-time", args->min_time, "least seconds of timed runs (default 1)")->check(CLI::Range(0.0, 86400.0));
+  sub->add_option("--threads", args->threads, "worker threads (default 1)")->check(CLI::Range(1, 256));
+  sub->add_option("--save-inputs", args->save_inputs, "write the inputs used as DIR/<input name>.npy (for another runtime)");
+  sub->add_flag("--json", args->json, "print the measurements as JSON");
+  return [args] { return run_bench(*args); };
+}
+
+}  // namespace onyx::cli
