@@ -108,7 +108,8 @@ def machine():
 def onyx_commit():
     try:
         commit = run(["git", "rev-parse", "--short", "HEAD"]).strip()
-        dirty = bool(run(["git", "status", "--porcelain"]).strip())
+        # Tracked changes only: the results files this script writes do not make the build dirty.
+        dirty = bool(run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/RESULTS.md", ":!bench/results.json"]).strip())
         return commit + ("-dirty" if dirty else "")
     except (RuntimeError, OSError):
         return "unknown"
