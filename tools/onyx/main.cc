@@ -1,11 +1,32 @@
+#include <algorithm>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "onyx/error.h"
 #include "tools/onyx/commands.h"
 
 namespace onyx::cli {
 void print_error(const std::string& msg) { std::cerr << "onyx: error: " << msg << "\n"; }
+
+/// `onyx --help` lists each command with the first sentence of its description; the whole
+/// text stays in `onyx COMMAND --help`.
+class BriefFormatter : public CLI::Formatter {
+ public:
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::string d = sub->get_description();
+    d = d.substr(0, d.find("\n\n"));  // the first paragraph, its lines joined
+    std::replace(d.begin(), d.end(), '\n', ' ');
+    if (size_t dot = d.find(". "); dot != std::string::npos) d = d.substr(0, dot + 1);
+    if (d.size() > 110) {  // a long sentence: up to its first colon or parenthesis
+      size_t cut = std::min(d.find(": "), d.find(" ("));
+      if (cut != std::string::npos) d = d.substr(0, cut) + ".";
+    }
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true), d, column_width_);
+    return out.str();
+  }
+};
 }  // namespace onyx::cli
 
 int main(int argc, char** argv) {
@@ -14,6 +35,7 @@ int main(int argc, char** argv) {
       "onyx: run, inspect and check ONNX models.\n"
       "Run 'onyx COMMAND --help' for the options of a command."};
   app.require_subcommand(1);
+  app.formatter(std::make_shared<BriefFormatter>());
   app.set_version_flag("--version", "onyx 0.1.0");
   std::map<CLI::App*, Action> actions;
   auto add = [&](Action (*f)(CLI::App&)) {
