@@ -22,10 +22,10 @@ namespace {
 
 using Feeds = std::vector<std::pair<std::string, Value>>;
 
-std::vector<Value> run_model(const ModelSpec& m, const Feeds& feeds, bool fast) {
+std::vector<Value> run_model(const ModelSpec& m, const Feeds& feeds, bool fast, int fast_threads = 2) {
   std::string bytes = m.serialize();
   SessionOptions opts;
-  opts.threads = fast ? 2 : 1;
+  opts.threads = fast ? fast_threads : 1;
   kernels::cpu::set_fast_paths_enabled(fast);
   auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
   std::vector<Value> out = s->run(feeds);
@@ -34,8 +34,9 @@ std::vector<Value> run_model(const ModelSpec& m, const Feeds& feeds, bool fast) 
 }
 
 /// Runs both paths and fails when an output differs by more than tol * (1 + |ref|).
-void expect_twins(const ModelSpec& m, const Feeds& feeds, double tol, const std::string& what) {
-  std::vector<Value> ref = run_model(m, feeds, false), got = run_model(m, feeds, true);
+void expect_twins(const ModelSpec& m, const Feeds& feeds, double tol, const std::string& what,
+                  int fast_threads = 2) {
+  std::vector<Value> ref = run_model(m, feeds, false), got = run_model(m, feeds, true, fast_threads);
   ASSERT_EQ(ref.size(), got.size());
   for (size_t o = 0; o < ref.size(); ++o) {
     const Tensor& r = ref[o].tensor();
@@ -220,6 +221,47 @@ TEST(FastPath, LstmMatchesReference) {
     expect_twins(ModelSpec(g), feeds, 1e-4,
                  "LSTM " + dir + " x " + dims_str(xd) + " H " + std::to_string(H));
   }
+}
+
+// Depthwise Conv (group == C == M): src/simd/depthwise.cc for dilation 1, the direct
+// depthwise loop of conv.cc otherwise; 1 and 2 threads.
+TEST(FastPath, DepthwiseConvMatchesReference) {
+  std::mt19937 rng(29);
+  auto ri = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int runs = 0;
+  for (int it = 0; it < 120; ++it) {
+    // Some wide rows so whole vectors (AVX-512: 16 floats) run in the row and copy loops.
+    const int64_t c = ri(1, 37), n = ri(1, 2), h = ri(1, 20), w = it % 5 == 4 ? ri(21, 90) : ri(1, 20);
+    const int64_t kh = ri(1, 5), kw = it % 3 == 0 ? kh : ri(1, 5), sh = ri(1, 2), sw = ri(1, 2);
+    const int64_t dil = it % 8 == 7 ? 2 : 1;
+    const int64_t pt = ri(0, 2), pl = ri(0, 2), pb = ri(0, 2), pr = ri(0, 2);
+    const int64_t ekh = (kh - 1) * dil + 1, ekw = (kw - 1) * dil + 1;
+    if (h + pt + pb < ekh || w + pl + pr < ekw) continue;
+    const bool bias = it % 2 == 0;
+    const Dims xd{n, c, h, w}, wd{c, 1, kh, kw};
+    const Dims yd{n, c, (h + pt + pb - ekh) / sh + 1, (w + pl + pr - ekw) / sw + 1};
+    GraphSpec g;
+    g.inputs = {tensor_info("x", kFloat, spec(xd)), tensor_info("w", kFloat, spec(wd))};
+    std::vector<std::string> ins{"x", "w"};
+    Feeds feeds{{"x", random_float(xd, rng)}, {"w", random_float(wd, rng)}};
+    if (bias) {
+      g.inputs.push_back(tensor_info("b", kFloat, {c}));
+      ins.push_back("b");
+      feeds.push_back({"b", random_float({c}, rng)});
+    }
+    g.outputs = {tensor_info("y", kFloat, spec(yd))};
+    g.nodes = {NodeSpec("Conv", ins, {"y"},
+                        {AttrSpec::Int("group", c), AttrSpec::Ints("strides", {sh, sw}),
+                         AttrSpec::Ints("dilations", {dil, dil}), AttrSpec::Ints("pads", {pt, pl, pb, pr})})};
+    const int threads = (it / 2) % 2 == 0 ? 1 : 2;  // with bias = it % 2: it % 4 covers all four pairs
+    ++runs;
+    expect_twins(ModelSpec(g), feeds, 1e-5,
+                 "depthwise Conv x " + dims_str(xd) + " w " + dims_str(wd) + " strides " + std::to_string(sh) +
+                     "," + std::to_string(sw) + " pads " + std::to_string(pt) + "," + std::to_string(pl) + "," +
+                     std::to_string(pb) + "," + std::to_string(pr) + " threads " + std::to_string(threads),
+                 threads);
+  }
+  EXPECT_GT(runs, 80);
 }
 
 TEST(FastPath, MaxPoolMatchesReference) {

@@ -11,6 +11,7 @@
 #include "kernels/cpu/fast_path.h"
 #include "kernels/registry.h"
 #include "runtime/thread_pool.h"
+#include "simd/depthwise.h"
 #include "simd/gemm.h"
 
 namespace onyx::kernels {
@@ -210,7 +211,11 @@ void conv_gemm_f32(const WindowGeom& g, int64_t batch, int64_t channels, int64_t
   const int64_t cg = channels / group, mg = maps / group;
   const size_t nsp = g.nsp, last = nsp - 1;
   if (cg == 1 && mg == 1 && nsp == 2) {
-    depthwise2d_f32(g, batch, channels, x, w, bias, y);
+    if (g.dilations[0] == 1 && g.dilations[1] == 1)  // SIMD, threads over planes
+      simd::depthwise_conv2d(batch, channels, x, g.in[0], g.in[1], w, g.kernel[0], g.kernel[1], g.strides[0],
+                             g.strides[1], g.pad_begin[0], g.pad_begin[1], bias, y, g.out[0], g.out[1], pool);
+    else
+      depthwise2d_f32(g, batch, channels, x, w, bias, y);
     return;
   }
   const int64_t kdepth = cg * g.kernel_size;
