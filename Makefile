@@ -1,9 +1,10 @@
 # The two commands: `make demo` and `make test`. Both set up what is missing first.
 BUILD ?= build
-SUITE ?= $(CURDIR)/../shared/conformance/onnx-node
+# The ONNX 1.22 node suite: ONYX_CONFORMANCE_DIR from the environment, else beside the clone.
+SUITE ?= $(or $(ONYX_CONFORMANCE_DIR),$(CURDIR)/../shared/conformance/onnx-node)
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build demo test test-models test-asan test-wasm conformance-report bench clean
+.PHONY: all setup build demo test test-models test-asan test-tsan test-wasm conformance-report bench clean
 
 all: build
 
@@ -22,6 +23,7 @@ demo: build
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	@scripts/test_wasm.sh
+	@scripts/test_tsan.sh $(BUILD)
 
 test-models: build
 	@cd $(BUILD) && ctest -R 'models_parity|crnn_digits' --output-on-failure
@@ -49,5 +51,10 @@ test-asan: setup
 	@ninja -C build-asan -j$(JOBS) onyx_unit_tests
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./onyx_unit_tests
 
+# The concurrency stress test (tests/stress) under ThreadSanitizer (clang-16); reads the
+# models the main build's tests export into $(BUILD)/models.
+test-tsan: build
+	@scripts/test_tsan.sh $(BUILD)
+
 clean:
-	rm -rf $(BUILD) build-asan build-wasm
+	rm -rf $(BUILD) build-asan build-tsan build-wasm

@@ -13,6 +13,8 @@ enum class ErrorCode {
   kInvalidArgument,  ///< bad input given at run time (name, dtype, shape)
   kIo,               ///< file could not be read or written
   kRuntime,          ///< failure while executing a node
+  kLimit,            ///< a resource limit of SessionOptions was reached (names the option)
+  kCancelled,        ///< the run was stopped through RunOptions::terminate
 };
 
 /// The one exception type thrown by onyx.

@@ -1,5 +1,7 @@
 // Session: load a model once, run it many times.
 #pragma once
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -26,8 +28,26 @@ struct IoInfo {
   bool has_default = false;          ///< an initializer gives a default value
 };
 
+/// How a session is planned and what its runs may use. The limits protect a process from
+/// a model (or inputs) that asks for more than it should: a run that would pass one ends
+/// with an onyx::Error of code kLimit naming the node, before the memory is taken.
+/// 0 turns a limit off.
 struct SessionOptions {
+  /// Threads of the session's intra-op pool (the calling thread counts as one).
   int threads = 1;
+  /// Largest single tensor a node may create, in bytes (strings count 32 bytes each).
+  uint64_t max_tensor_bytes = uint64_t{2} << 30;  // 2 GiB
+  /// Most bytes the tensors created by one run may hold at once.
+  uint64_t max_run_bytes = uint64_t{8} << 30;  // 8 GiB
+  /// Most iterations one Loop, Scan or SequenceMap node may run per execution.
+  int64_t max_loop_iterations = 1000000;
+};
+
+/// Per-call options of Session::run.
+struct RunOptions {
+  /// Set from any thread to stop the run: it stops before its next node (or the next
+  /// iteration of a Loop/Scan body) and run() throws onyx::Error with code kCancelled.
+  std::atomic<bool> terminate{false};
 };
 
 class Session {
@@ -45,8 +65,19 @@ class Session {
 
   /// Runs the model. `feeds` names every required input; returns the outputs in the
   /// order of outputs(). Throws onyx::Error on a missing/unknown input, a wrong dtype,
-  /// rank or fixed dim (naming the input and both shapes), or a failing node.
-  std::vector<Value> run(const std::vector<std::pair<std::string, Value>>& feeds);
+  /// rank or fixed dim (naming the input and both shapes), a failing node, a limit of
+  /// SessionOptions reached (kLimit), or `options.terminate` set (kCancelled).
+  ///
+  /// Thread safety: run() may be called from any number of threads at once on one
+  /// session, whatever SessionOptions::threads is; the calls share the session's plan,
+  /// weights and thread pool, and each keeps its own values. The session must outlive
+  /// the calls.
+  ///
+  /// The returned values belong to the caller: none of them shares memory with the
+  /// session (weights, constants), with a feed, or with another returned value, so they
+  /// may be written to and kept after the session is gone.
+  std::vector<Value> run(const std::vector<std::pair<std::string, Value>>& feeds,
+                         const RunOptions& options = {});
 
   struct Impl;
 

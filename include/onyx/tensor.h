@@ -59,6 +59,9 @@ class Tensor {
   Tensor clone() const;
   /// True when both share one buffer.
   bool shares_buffer_with(const Tensor& other) const { return holder_ == other.holder_; }
+  /// Identity of the allocation the data lives in (the same for every view of one
+  /// buffer or one mapped file); null for an undefined tensor.
+  const void* storage() const { return holder_.get(); }
 
  private:
   DType dtype_ = DType::kUndefined;

@@ -1,5 +1,7 @@
 #include "kernels/kernel.h"
 
+#include "runtime/run_context.h"
+
 namespace onyx::kernels {
 
 const Tensor& KernelContext::input(size_t i) const {
@@ -28,9 +30,15 @@ Tensor& KernelContext::output(size_t i) {
   return v.tensor();
 }
 
+Tensor KernelContext::new_tensor(DType dt, const Dims& dims, size_t for_output) const {
+  if (run_) return run_->allocate(node_, for_output, dt, dims);
+  static runtime::RunContext defaults(SessionOptions{}, nullptr);
+  return defaults.allocate(node_, for_output, dt, dims);
+}
+
 Tensor& KernelContext::alloc_output(size_t i, DType dt, Dims dims) {
   if (i >= outputs_->size()) fail("output {} does not exist", i);
-  (*outputs_)[i] = Value(Tensor(dt, std::move(dims)));
+  (*outputs_)[i] = Value(new_tensor(dt, dims, i));
   return (*outputs_)[i].tensor();
 }
 
@@ -42,6 +50,10 @@ void KernelContext::set_output(size_t i, Value v) {
 std::vector<Value> KernelContext::run_subgraph(const std::string& attr, std::vector<Value> inputs) {
   if (!sub_) fail("cannot run subgraph '{}' here", attr);
   return sub_->run(attr, std::move(inputs));
+}
+
+void KernelContext::check_iterations(int64_t count) const {
+  if (run_) run_->check_iterations(node_, count);
 }
 
 void KernelContext::fail_msg(const std::string& msg) const {

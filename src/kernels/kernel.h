@@ -11,6 +11,9 @@
 namespace onyx {
 class ThreadPool;
 }
+namespace onyx::runtime {
+class RunContext;
+}
 
 namespace onyx::kernels {
 
@@ -26,9 +29,10 @@ class SubgraphRunner {
 
 class KernelContext {
  public:
+  /// `run` counts allocations against the run's limits; null: the default limits.
   KernelContext(const ir::Node& node, std::vector<const Value*> inputs, std::vector<Value>* outputs,
-                SubgraphRunner* sub, ThreadPool* pool)
-      : node_(node), inputs_(std::move(inputs)), outputs_(outputs), sub_(sub), pool_(pool) {}
+                SubgraphRunner* sub, ThreadPool* pool, runtime::RunContext* run = nullptr)
+      : node_(node), inputs_(std::move(inputs)), outputs_(outputs), sub_(sub), pool_(pool), run_(run) {}
 
   const ir::Node& node() const { return node_; }
   int opset() const { return node_.opset; }
@@ -53,8 +57,12 @@ class KernelContext {
   /// Output `i`, allocated by the executor from the shape function's result.
   Tensor& output(size_t i);
   /// For ops whose output shape depends on data the shape function cannot see
-  /// (control flow, Unique, ...): allocate output `i` here.
+  /// (control flow, Unique, ...): allocate output `i` here (zero-filled, counted against
+  /// the run's limits: an Error of code kLimit instead of an allocation that passes one).
   Tensor& alloc_output(size_t i, DType dt, Dims dims);
+  /// A zero-filled tensor the kernel builds an output or a large intermediate in,
+  /// counted against the run's limits like alloc_output.
+  Tensor new_tensor(DType dt, const Dims& dims, size_t for_output = 0) const;
   /// Sets output `i` to any value (sequence, optional, or a tensor sharing memory).
   void set_output(size_t i, Value v);
 
@@ -71,6 +79,9 @@ class KernelContext {
   bool has_attr(std::string_view n) const { return node_.has_attr(n); }
 
   std::vector<Value> run_subgraph(const std::string& attr, std::vector<Value> inputs);
+  /// Throws Error(kLimit) when a loop of `count` iterations would pass the run's
+  /// max_loop_iterations (for loops whose trip count is known before they start).
+  void check_iterations(int64_t count) const;
   ThreadPool* pool() const { return pool_; }
 
   template <typename... Args>
@@ -85,6 +96,7 @@ class KernelContext {
   std::vector<Value>* outputs_;
   SubgraphRunner* sub_;
   ThreadPool* pool_;
+  runtime::RunContext* run_;
 };
 
 using KernelFn = void (*)(KernelContext&);

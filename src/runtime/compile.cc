@@ -266,8 +266,18 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
       std::vector<const Value*> in;
       for (int s : step.in) in.push_back(s >= 0 ? &cg->slots[s].constant : nullptr);
       std::vector<Value> out;
-      run_step(*cg, step, in, out, nullptr, nullptr);
-      for (size_t i = 0; i < step.out.size(); ++i) {
+      SessionOptions fold_limits;
+      fold_limits.max_tensor_bytes = opts.fold_max_bytes;
+      fold_limits.max_run_bytes = 0;
+      RunContext fold_run(fold_limits, nullptr);
+      step.folded = true;
+      try {
+        run_step(*cg, step, in, out, nullptr, nullptr, fold_run);
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::kLimit) throw;
+        step.folded = false;  // too big to keep in the session: every run computes it
+      }
+      for (size_t i = 0; step.folded && i < step.out.size(); ++i) {
         if (step.out[i] < 0) continue;
         Slot& sl = cg->slots[step.out[i]];
         sl.constant = out[i];
@@ -275,7 +285,6 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
         if (out[i].is_tensor())
           sl.type = ir::TypeInfo::tensor(out[i].tensor().dtype(), ir::shape_of(out[i].tensor().dims()));
       }
-      step.folded = true;
     }
     for (int s : implicit) step.release.push_back(-1 - s);  // marker: captured slot, fixed below
     cg->steps.push_back(std::move(step));

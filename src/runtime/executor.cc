@@ -23,8 +23,9 @@ ir::TypeInfo type_of_value(const Value& v, const ir::TypeInfo* declared) {
   }
 }
 
-void init_frame(Frame& f, const CompiledGraph& g, const Frame* parent) {
+void init_frame(Frame& f, const CompiledGraph& g, const Frame* parent, RunContext* run) {
   f.graph = &g;
+  f.run = run;
   f.values.assign(g.slots.size(), Value());
   for (size_t i = 0; i < g.slots.size(); ++i)
     if (g.slots[i].is_const || !g.slots[i].constant.is_none()) f.values[i] = g.slots[i].constant;
@@ -41,9 +42,12 @@ namespace {
 
 class FrameSubgraphRunner : public kernels::SubgraphRunner {
  public:
-  FrameSubgraphRunner(const Step& step, const Frame* frame, ThreadPool* pool)
-      : step_(step), frame_(frame), pool_(pool) {}
+  FrameSubgraphRunner(const Step& step, const Frame* frame, ThreadPool* pool, RunContext& run)
+      : step_(step), frame_(frame), pool_(pool), run_(run) {}
   std::vector<Value> run(const std::string& attr, std::vector<Value> inputs) override {
+    // Every body run of a Loop/Scan/SequenceMap counts as one iteration.
+    run_.check_iterations(*step_.node, ++calls_);
+    run_.check_terminate(*step_.node);
     auto it = step_.subgraphs.find(attr);
     if (it == step_.subgraphs.end())
       fail_runtime("{}: has no graph attribute '{}'", step_.node->describe(), attr);
@@ -52,7 +56,7 @@ class FrameSubgraphRunner : public kernels::SubgraphRunner {
       fail_runtime("{}: subgraph '{}' takes {} inputs, {} given", step_.node->describe(), attr,
                    g.inputs.size(), inputs.size());
     Frame f;
-    init_frame(f, g, frame_);
+    init_frame(f, g, frame_, &run_);
     for (size_t i = 0; i < inputs.size(); ++i) f.values[g.inputs[i]] = std::move(inputs[i]);
     run_frame(f, pool_);
     std::vector<Value> outs;
@@ -65,12 +69,14 @@ class FrameSubgraphRunner : public kernels::SubgraphRunner {
   const Step& step_;
   const Frame* frame_;
   ThreadPool* pool_;
+  RunContext& run_;
+  int64_t calls_ = 0;
 };
 
 }  // namespace
 
 void run_step(const CompiledGraph& g, const Step& step, const std::vector<const Value*>& in,
-              std::vector<Value>& out, const Frame* frame, ThreadPool* pool) {
+              std::vector<Value>& out, const Frame* frame, ThreadPool* pool, RunContext& run) {
   const ir::Node& node = *step.node;
   out.assign(node.outputs.size(), Value());
   try {
@@ -105,7 +111,7 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
       const ir::TypeInfo& t = (*out_types)[i];
       if (t.kind == ir::TypeInfo::Kind::kTensor && t.has_shape && ir::shape_known(t.shape) &&
           t.elem != DType::kUndefined)
-        out[i] = Value(Tensor(t.elem, ir::shape_dims(t.shape)));
+        out[i] = Value(run.allocate(node, i, t.elem, ir::shape_dims(t.shape)));
     }
     // 3. Kernel.
     const kernels::KernelDef* k = step.kernel;
@@ -119,8 +125,8 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
       if (!k)
         fail_unsupported("{}: no kernel for input dtype {}", node.describe(), dtype_name(dt));
     }
-    FrameSubgraphRunner sub(step, frame, pool);
-    kernels::KernelContext kctx(node, in, &out, &sub, pool);
+    FrameSubgraphRunner sub(step, frame, pool, run);
+    kernels::KernelContext kctx(node, in, &out, &sub, pool, &run);
     k->fn(kctx);
   } catch (const Error& e) {
     std::string msg = e.what();
@@ -145,10 +151,11 @@ void run_frame(Frame& f, ThreadPool* pool) {
   std::vector<Value> out;
   for (const Step& step : g.steps) {
     if (step.folded) continue;
+    f.run->check_terminate(*step.node);
     in.assign(step.in.size(), nullptr);
     for (size_t i = 0; i < step.in.size(); ++i)
       if (step.in[i] >= 0) in[i] = &f.values[step.in[i]];
-    run_step(g, step, in, out, &f, pool);
+    run_step(g, step, in, out, &f, pool, *f.run);
     for (size_t i = 0; i < step.out.size(); ++i)
       if (step.out[i] >= 0) f.values[step.out[i]] = std::move(out[i]);
     for (int s : step.release) f.values[s] = Value();

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "runtime/plan.h"
+#include "runtime/run_context.h"
 #include "runtime/thread_pool.h"
 
 namespace onyx::runtime {
@@ -11,18 +12,20 @@ namespace onyx::runtime {
 struct Frame {
   const CompiledGraph* graph = nullptr;
   std::vector<Value> values;
+  RunContext* run = nullptr;  ///< the run this frame belongs to (limits, terminate)
 };
 
-/// Fills constants and captured outer values (looked up by name in `parent`).
-void init_frame(Frame& f, const CompiledGraph& g, const Frame* parent);
+/// Fills constants and captured outer values (looked up by name in `parent`); a
+/// subgraph's frame joins its parent's run.
+void init_frame(Frame& f, const CompiledGraph& g, const Frame* parent, RunContext* run);
 
-/// Runs every step of f.graph in order.
+/// Runs every step of f.graph in order, checking the terminate flag before each.
 void run_frame(Frame& f, ThreadPool* pool);
 
 /// Runs one step: infers output shapes (unless static), allocates, calls the kernel.
-/// `parent` is the frame the step belongs to (for subgraphs); may be null when folding.
+/// `frame` is the frame the step belongs to (for subgraphs); may be null when folding.
 void run_step(const CompiledGraph& g, const Step& step, const std::vector<const Value*>& in,
-              std::vector<Value>& out, const Frame* frame, ThreadPool* pool);
+              std::vector<Value>& out, const Frame* frame, ThreadPool* pool, RunContext& run);
 
 /// The TypeInfo describing a concrete value.
 ir::TypeInfo type_of_value(const Value& v, const ir::TypeInfo* declared);

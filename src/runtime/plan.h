@@ -46,6 +46,9 @@ struct CompiledGraph {
 /// Options for planning.
 struct PlanOptions {
   bool fold_constants = true;
+  /// Largest output a folded node may make at planning; a bigger one is computed by each
+  /// run instead (so the session does not hold it, and the run's limits apply to it).
+  uint64_t fold_max_bytes = uint64_t{64} << 20;
 };
 
 /// Compiles the main graph. Throws onyx::Error naming the node at fault.

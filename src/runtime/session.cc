@@ -2,6 +2,7 @@
 
 #include <array>
 #include <set>
+#include <unordered_set>
 
 #include "base/error.h"
 #include "format/loader.h"
@@ -19,6 +20,10 @@ struct Session::Impl {
   std::unique_ptr<runtime::CompiledGraph> plan;
   std::vector<IoInfo> inputs, outputs;
   std::unique_ptr<ThreadPool> pool;
+  SessionOptions options;
+  /// Buffers the session holds (initializers, folded constants, in every subgraph): an
+  /// output found in one of them is copied before it is handed out.
+  std::unordered_set<const void*> own_storage;
 };
 
 namespace {
@@ -86,6 +91,18 @@ void check_feed(const ir::ValueInfo& vi, const Value& v) {
   }
 }
 
+void collect_storage(const runtime::CompiledGraph& g, std::unordered_set<const void*>& out) {
+  auto add = [&](const Value& v) {
+    if (v.is_tensor() && v.tensor().storage()) out.insert(v.tensor().storage());
+    if (v.is_sequence())
+      for (const Tensor& t : v.seq())
+        if (t.storage()) out.insert(t.storage());
+  };
+  for (const auto& slot : g.slots) add(slot.constant);
+  for (const auto& step : g.steps)
+    for (const auto& [name, sub] : step.subgraphs) collect_storage(*sub, out);
+}
+
 }  // namespace
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -118,6 +135,8 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<ir::Model> model, const
     impl->outputs.push_back(io_info(v, false));
   }
   impl->pool = std::make_unique<ThreadPool>(opts.threads);
+  impl->options = opts;
+  collect_storage(*impl->plan, impl->own_storage);
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
@@ -125,10 +144,12 @@ const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 const ir::Model& Session::model() const { return *impl_->model; }
 
-std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& feeds) {
+std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& feeds,
+                                const RunOptions& options) {
   const runtime::CompiledGraph& g = *impl_->plan;
+  runtime::RunContext run(impl_->options, &options);
   runtime::Frame f;
-  runtime::init_frame(f, g, nullptr);
+  runtime::init_frame(f, g, nullptr, &run);
   std::vector<bool> given(g.inputs.size(), false);
   for (const auto& [name, value] : feeds) {
     size_t k = 0;
@@ -149,9 +170,43 @@ std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>
       fail_arg("missing input '{}' ({})", impl_->graph->inputs[k].name,
                impl_->graph->inputs[k].type.str());
   runtime::run_frame(f, impl_->pool.get());
+  // Outputs belong to the caller: copy any that shares memory with the session, a feed
+  // or an output before it.
+  std::unordered_set<const void*> feed_storage;
+  for (const auto& [name, value] : feeds) {
+    if (value.is_tensor() && value.tensor().storage()) feed_storage.insert(value.tensor().storage());
+    if (value.is_sequence())
+      for (const Tensor& t : value.seq())
+        if (t.storage()) feed_storage.insert(t.storage());
+  }
+  auto foreign_or_handed = [&](const void* s, std::unordered_set<const void*>& handed) {
+    return s && (impl_->own_storage.count(s) || feed_storage.count(s) || handed.count(s));
+  };
+  std::unordered_set<const void*> handed;
   std::vector<Value> out;
   out.reserve(g.outputs.size());
-  for (int s : g.outputs) out.push_back(f.values[s]);
+  for (int s : g.outputs) {
+    Value& v = f.values[s];
+    if (v.is_tensor()) {
+      const Tensor& t = v.tensor();
+      if (foreign_or_handed(t.storage(), handed)) {
+        out.emplace_back(t.clone());
+      } else {
+        out.push_back(v);
+      }
+      if (out.back().tensor().storage()) handed.insert(out.back().tensor().storage());
+    } else if (v.is_sequence()) {
+      std::vector<Tensor> items;
+      items.reserve(v.seq().size());
+      for (const Tensor& t : v.seq()) {
+        items.push_back(foreign_or_handed(t.storage(), handed) ? t.clone() : t);
+        if (items.back().storage()) handed.insert(items.back().storage());
+      }
+      out.push_back(Value::sequence(v.seq_dtype(), std::move(items)));
+    } else {
+      out.push_back(v);
+    }
+  }
   return out;
 }
 

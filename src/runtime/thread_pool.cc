@@ -17,32 +17,45 @@ ThreadPool::~ThreadPool() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  work_cv_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
+bool ThreadPool::claim(Job& job, int64_t& b, int64_t& e) {
+  if (job.next >= job.n) return false;
+  b = job.next;
+  e = std::min(job.n, b + job.chunk);
+  job.next = e;
+  if (e == job.n) {
+    auto it = std::find(queue_.begin(), queue_.end(), &job);
+    if (it != queue_.end()) queue_.erase(it);
+  }
+  return true;
+}
+
+void ThreadPool::run_chunk(std::unique_lock<std::mutex>& lock, Job& job, int64_t b, int64_t e) {
+  lock.unlock();
+  std::exception_ptr err;
+  try {
+    (*job.fn)(b, e);
+  } catch (...) {
+    err = std::current_exception();
+  }
+  lock.lock();
+  if (err && !job.error) job.error = err;
+  job.finished += e - b;
+  if (job.finished == job.n) done_cv_.notify_all();
+}
+
 void ThreadPool::worker_loop() {
-  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    seen = generation_;
-    ++active_;
-    while (next_ < n_) {
-      int64_t b = next_;
-      int64_t e = std::min(n_, b + chunk_);
-      next_ = e;
-      lock.unlock();
-      try {
-        (*job_)(b, e);
-      } catch (...) {
-        std::lock_guard<std::mutex> g(mu_);
-        if (!error_) error_ = std::current_exception();
-      }
-      lock.lock();
-    }
-    if (--active_ == 0) done_cv_.notify_all();
+    // The job stays alive while it has unfinished chunks: its caller waits for them.
+    Job& job = *queue_.front();
+    int64_t b, e;
+    if (claim(job, b, e)) run_chunk(lock, job, b, e);
   }
 }
 
@@ -52,33 +65,17 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n);
     return;
   }
+  Job job;
+  job.fn = &fn;
+  job.n = n;
+  job.chunk = std::max<int64_t>(1, n / (4 * size()));
   std::unique_lock<std::mutex> lock(mu_);
-  job_ = &fn;
-  n_ = n;
-  next_ = 0;
-  chunk_ = std::max<int64_t>(1, n / (4 * size()));
-  error_ = nullptr;
-  ++generation_;
-  ++active_;  // the calling thread takes part
-  cv_.notify_all();
-  while (next_ < n_) {
-    int64_t b = next_;
-    int64_t e = std::min(n_, b + chunk_);
-    next_ = e;
-    lock.unlock();
-    try {
-      fn(b, e);
-    } catch (...) {
-      std::lock_guard<std::mutex> g(mu_);
-      if (!error_) error_ = std::current_exception();
-    }
-    lock.lock();
-  }
-  --active_;
-  done_cv_.wait(lock, [&] { return active_ == 0; });
-  job_ = nullptr;
-  n_ = 0;
-  if (error_) std::rethrow_exception(error_);
+  queue_.push_back(&job);
+  work_cv_.notify_all();
+  int64_t b, e;
+  while (claim(job, b, e)) run_chunk(lock, job, b, e);
+  done_cv_.wait(lock, [&] { return job.finished == job.n; });
+  if (job.error) std::rethrow_exception(job.error);
 }
 
 }  // namespace onyx

@@ -131,9 +131,14 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds per runner call")
     ap.add_argument("--only", action="append", help="test only these models (repeatable)")
     ap.add_argument("--node", default=shutil.which("node") or "node", help="node binary")
+    ap.add_argument("--export-only", action="store_true",
+                    help="only export the models into BUILD_DIR/models (ctest models_export)")
     a = ap.parse_args()
 
     skip_if_missing()
+    if a.export_only:
+        export(sys.executable, os.path.join(os.path.abspath(a.build_dir), "models"), a.image_size, a.only)
+        return 0
     if not os.access(a.onyx, os.X_OK):
         print(f"FAIL: onyx binary '{a.onyx}' not found or not executable")
         return 1

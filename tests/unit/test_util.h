@@ -46,6 +46,8 @@ inline const char* code_name(ErrorCode c) {
     case ErrorCode::kInvalidArgument: return "kInvalidArgument";
     case ErrorCode::kIo: return "kIo";
     case ErrorCode::kRuntime: return "kRuntime";
+    case ErrorCode::kLimit: return "kLimit";
+    case ErrorCode::kCancelled: return "kCancelled";
   }
   return "?";
 }

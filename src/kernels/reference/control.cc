@@ -82,7 +82,7 @@ Tensor stack(const KernelContext& ctx, const std::vector<Tensor>& parts, int64_t
   int64_t n = static_cast<int64_t>(parts.size());
   Dims out = elem;
   out.insert(out.begin() + static_cast<std::ptrdiff_t>(a), n);
-  Tensor y(dt, out);
+  Tensor y = ctx.new_tensor(dt, out);
   int64_t outer = span(elem, 0, a);
   int64_t inner = span(elem, a, elem.size());
   for (int64_t t = 0; t < n; ++t) {
@@ -134,6 +134,8 @@ void loop_op(KernelContext& ctx) {
   // The spec ignores the body's condition when only M is given. With neither M nor cond
   // the loop would never end; like other runtimes, the body's condition ends it then.
   bool use_body_cond = has_cond || !has_m;
+  // Without a condition the trip count is exact: refuse one past the limit up front.
+  if (!use_body_cond) ctx.check_iterations(m);
 
   std::vector<Value> carried(n_carried);
   for (size_t i = 0; i < n_carried; ++i) {

@@ -168,7 +168,7 @@ void split_to_sequence(KernelContext& ctx) {
   for (int64_t len : lens) {
     Dims d = x.dims();
     d[a] = len;
-    Tensor part(x.dtype(), d);
+    Tensor part = ctx.new_tensor(x.dtype(), d);
     for (int64_t o = 0; o < outer; ++o)
       copy_elements(x, (o * dim + start) * inner, part, o * len * inner, len * inner);
     if (!keep) d.erase(d.begin() + static_cast<std::ptrdiff_t>(a));
