@@ -205,12 +205,14 @@ def parse_ops(path, one_version_per_op):
             i += 1
             continue
         if fence or not line.startswith("#"):
+            if line.strip() and section in ("Version", "Attributes", "Inputs", "Outputs", "Type Constraints"):
+                fail(where(i), f"unexpected text after '#### {section}': '{line[:80]}'")
             i += 1
             continue
         m = DOMAIN_HEAD.match(line)
-        if m and line.startswith("# ") or (m and line.startswith("## ") and one_version_per_op):
+        if m and (line.startswith("# ") or (line.startswith("## ") and one_version_per_op)):
             domain = "" if m.group(1) == "ai.onnx" else m.group(1)
-            op = None
+            op = section = None
             i += 1
             continue
         if domain is None:
@@ -224,7 +226,7 @@ def parse_ops(path, one_version_per_op):
             if dom != domain:
                 fail(where(i), f"'{line}' inside the section of domain '{domain}'")
             set_version = int(m.group(1))
-            op = None
+            op = section = None
             i += 1
             continue
         m = HEADER.match(line)
