@@ -33,6 +33,8 @@ def spec_has_section(label):
     texts = [os.path.join(SPEC, n) for n in ("Changelog.md", "Operators-ml.md")]
     texts.append(os.path.join(ROOT, "scripts", "schemas_ml_history.md"))
     for path in texts:
+        if not os.path.isfile(path):
+            continue
         with open(path) as f:
             text = f.read()
         if f'name="{label}"' in text or f'#{label}"' in text:
