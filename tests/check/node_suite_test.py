@@ -43,8 +43,9 @@ def main():
             return 77
     models = sorted(glob.glob(os.path.join(args.suite, "*", "model.onnx")))
     if not models:
-        msg = (f"no models under {args.suite} (the onnx/backend/test/data/node folder of the "
-               "onnx release; see the test's docstring)")
+        msg = (f"no models under {args.suite}: the ONNX node test suite is missing (the "
+               "onnx/backend/test/data/node folder of onnx 1.22 for ../shared/conformance/onnx-node, "
+               "Debian's libonnx-testdata for the 1.12 one)")
         if os.environ.get("CI") == "true":
             print(f"FAIL: {msg}; CI must have the suite", file=sys.stderr)
             return 1
