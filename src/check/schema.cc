@@ -4,8 +4,23 @@
 #include <memory>
 #include <sstream>
 
+#include "onyx/dtype.h"
+
 namespace onyx::check {
 namespace {
+
+static_assert(kMaxDTypeCode < 64, "TypeSet masks hold one bit per DType code, codes 1..63");
+
+struct DomainRow {
+  const char* domain;
+  int max_opset;
+};
+
+#define ONYX_SCHEMA_DOMAINS
+const DomainRow kDomains[] = {
+#include "check/onnx_schemas.inc"
+};
+#undef ONYX_SCHEMA_DOMAINS
 
 struct Row {
   const char* domain;
@@ -19,13 +34,13 @@ struct Row {
 
 #define ONYX_SCHEMA_TYPESETS
 const TypeSet kTypeSets[] = {
-#include "check/onnx112_schemas.inc"
+#include "check/onnx_schemas.inc"
 };
 #undef ONYX_SCHEMA_TYPESETS
 
 #define ONYX_SCHEMA_ROWS
 const Row kRows[] = {
-#include "check/onnx112_schemas.inc"
+#include "check/onnx_schemas.inc"
 };
 #undef ONYX_SCHEMA_ROWS
 
@@ -196,9 +211,9 @@ const FormalParam* OpSchema::output_param(size_t i) const {
 }
 
 int schema_max_opset(std::string_view domain) {
-  if (domain.empty() || domain == "ai.onnx") return ONYX_SCHEMA_MAX_OPSET_AI_ONNX;
-  if (domain == "ai.onnx.ml") return ONYX_SCHEMA_MAX_OPSET_AI_ONNX_ML;
-  if (domain == "ai.onnx.preview.training") return ONYX_SCHEMA_MAX_OPSET_AI_ONNX_PREVIEW_TRAINING;
+  if (domain == "ai.onnx") domain = "";
+  for (const DomainRow& d : kDomains)
+    if (domain == d.domain) return d.max_opset;
   return 0;
 }
 
@@ -221,6 +236,8 @@ std::vector<const OpSchema*> schema_versions(std::string_view domain, std::strin
   return out;
 }
 
-std::string schema_source() { return std::string("onnx ") + ONYX_SCHEMA_ONNX_VERSION; }
+std::string schema_source() {
+  return ONYX_SCHEMA_SOURCE;
+}
 
 }  // namespace onyx::check

@@ -1,7 +1,8 @@
-// Operator schemas of the standard domains (ai.onnx, ai.onnx.ml, ai.onnx.preview.training)
-// as far as the onnx Python module of ONNX 1.12 describes them: input/output counts, formal
-// parameters with their allowed types, attributes with their types. Generated into onnx112_schemas.inc by
-// scripts/gen_onnx_schemas.py; `onyx check` validates nodes against it.
+// Operator schemas of the standard domains (ai.onnx, ai.onnx.ml, ai.onnx.preview,
+// ai.onnx.preview.training), every version the ONNX specification text describes: input/output
+// counts, formal parameters with their allowed types, attributes with their types. Generated
+// into onnx_schemas.inc by scripts/gen_schemas.py from ../shared/spec; `onyx check` validates
+// nodes against it.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -40,7 +41,7 @@ struct AttrSchema {
   bool required = false;
 };
 
-/// One version of one operator.
+/// One version of one operator. A deprecated version has no signature (the spec gives none).
 struct OpSchema {
   std::string domain;
   std::string op;
@@ -61,7 +62,8 @@ int schema_max_opset(std::string_view domain);
 const OpSchema* find_schema(std::string_view domain, std::string_view op, int opset);
 /// Every version of `op` in `domain`, oldest first (empty when the table has none).
 std::vector<const OpSchema*> schema_versions(std::string_view domain, std::string_view op);
-/// Where the table comes from ("onnx 1.12.0").
+/// Which specification the table was generated from ("ONNX 1.22.0 specification"; without a
+/// release named in the spec folder, the highest opset of each domain).
 std::string schema_source();
 
 }  // namespace onyx::check

@@ -447,7 +447,8 @@ class Checker {
     if (schema->deprecated) {
       node_error(where, n, fmt::format("operator '{}' is deprecated since opset {}; export with "
                                        "the operator that replaces it", n.op_type, schema->since));
-      ok = false;
+      schema = nullptr;  // the spec gives a deprecated version no signature to check against
+      return false;
     }
     auto count_text = [](int lo, int hi) {
       if (lo == hi) return std::to_string(lo);

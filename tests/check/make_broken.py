@@ -118,6 +118,57 @@ def models():
     m["reshape_wrong_size"] = model(
         [h.make_node("Reshape", ["x", "s"], ["y"], name="rs")], [vi("x")], [vi("y", shape=(4, 2))],
         [h.make_tensor("s", T.INT64, [2], [4, 2])])
+    # --- opsets after onnx 1.12 (17): schemas from the ONNX 1.22 spec text. Each model has
+    # the IR version its opset came with (opset 18: 8, 19-20: 9, 21-22: 10, 23: 11, 24: 12,
+    # 25-26: 13; ai.onnx.ml 4: 9, 5: 10). ---
+    m["opset18_reducesum_keepdims_float"] = model(
+        [h.make_node("ReduceSum", ["x"], ["y"], name="rsum", keepdims=1.0)], [vi("x")], [vi("y", shape=(1, 1))],
+        opset=18)
+    m["opset18_reducemean_keepdims_float"] = model(
+        [h.make_node("ReduceMean", ["x"], ["y"], name="rmean", keepdims=0.0)], [vi("x")], [vi("y", shape=())],
+        opset=18)
+    m["opset19_resize_mode_int"] = model(
+        [h.make_node("Resize", ["x", "", "s"], ["y"], name="resize", mode=1)], [vi("x", shape=(1, 1, 2, 2))],
+        [vi("y", shape=(1, 1, 4, 4))], [h.make_tensor("s", T.FLOAT, [4], [1, 1, 2, 2])], opset=19, ir_version=9)
+    col2im_in = [vi("x", shape=(1, 4, 4)), vi("shape", T.INT64, (2,))]
+    m["opset18_col2im_missing_input"] = model(
+        [h.make_node("Col2Im", ["x", "shape"], ["y"], name="col2im")], col2im_in, [vi("y", shape=(1, 1, 3, 3))],
+        opset=18)
+    m["opset18_col2im_empty_input"] = model(
+        [h.make_node("Col2Im", ["x", "", "shape"], ["y"], name="col2im")], col2im_in, [vi("y", shape=(1, 1, 3, 3))],
+        opset=18)
+    m["opset18_groupnorm_deprecated"] = model(
+        [h.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="gn", num_groups=1)],
+        [vi("x", shape=(1, 2, 3)), vi("s", shape=(1,)), vi("b", shape=(1,))], [vi("y", shape=(1, 2, 3))], opset=18)
+    m["opset21_dequantize_float_input"] = model(
+        [h.make_node("DequantizeLinear", ["x", "sc"], ["y"], name="dq")], [vi("x", shape=(4,))],
+        [vi("y", shape=(4,))], [h.make_tensor("sc", T.FLOAT, [], [0.5])], opset=21, ir_version=10)
+    m["opset22_conv_int64"] = model(
+        [h.make_node("Conv", ["x", "w"], ["y"], name="conv")],
+        [vi("x", T.INT64, (1, 1, 3, 3)), vi("w", T.INT64, (1, 1, 1, 1))], [vi("y", T.INT64, (1, 1, 3, 3))],
+        opset=22, ir_version=10)
+    m["opset23_swish_not_yet"] = model([h.make_node("Swish", ["x"], ["y"], name="swish")], [vi("x")], [vi("y")],
+                                       opset=23, ir_version=11)
+    m["opset25_swish_int2"] = model([h.make_node("Swish", ["x"], ["y"], name="swish")], [vi("x", 26)],
+                                    [vi("y", 26)], opset=25, ir_version=13)
+    m["opset25_cast_no_to"] = model([h.make_node("Cast", ["x"], ["y"], name="cast", round_mode="up")],
+                                    [vi("x")], [vi("y", 17)], opset=25, ir_version=13)
+    m["ml4_label_encoder_attr_type"] = model(
+        [h.make_node("LabelEncoder", ["x"], ["y"], name="enc", domain="ai.onnx.ml", keys_strings="a",
+                     values_int64s=[1])],
+        [vi("x", T.STRING, (2,))], [vi("y", T.INT64, (2,))], opset=20, ir_version=9,
+        extra_opsets=[h.make_opsetid("ai.onnx.ml", 4)])
+    m["ml5_tree_ensemble_missing_attr"] = model(
+        [h.make_node("TreeEnsemble", ["x"], ["y"], name="trees", domain="ai.onnx.ml", leaf_targetids=[0],
+                     nodes_falseleafs=[1], nodes_falsenodeids=[0], nodes_featureids=[0], nodes_modes=h.make_tensor(
+                         "m", T.UINT8, [1], [0]), nodes_splits=h.make_tensor("v", T.FLOAT, [1], [0.5]),
+                     nodes_trueleafs=[1], nodes_truenodeids=[0], tree_roots=[0])],
+        [vi("x", shape=(2, 1))], [vi("y", shape=(2, 1))], opset=21, ir_version=10,
+        extra_opsets=[h.make_opsetid("ai.onnx.ml", 5)])
+    m["preview_flexattention_scale_int"] = model(
+        [h.make_node("FlexAttention", ["q", "k", "v"], ["y"], name="flex", domain="ai.onnx.preview", scale=1)],
+        [vi(n, shape=(1, 1, 2, 4)) for n in "qkv"], [vi("y", shape=(1, 1, 2, 4))], opset=26, ir_version=13,
+        extra_opsets=[h.make_opsetid("ai.onnx.preview", 1)])
     # --- several faults at once: every one must be reported ---
     m["three_faults"] = model(
         [h.make_node("Cast", ["x"], ["c"], name="cast_no_to"),

@@ -122,8 +122,25 @@ TEST(Check, SchemaTable) {
   ASSERT_NE(cast, nullptr);
   EXPECT_TRUE(cast->attr("to")->required);
   EXPECT_EQ(check::find_schema("", "Trilu", 13), nullptr);
-  EXPECT_EQ(check::schema_max_opset(""), 17);
+  EXPECT_EQ(check::schema_max_opset(""), 27);  // ONNX 1.22
+  EXPECT_EQ(check::schema_max_opset("ai.onnx.ml"), 5);
   EXPECT_EQ(check::schema_max_opset("com.example"), 0);
+  EXPECT_EQ(check::schema_source(), "ONNX 1.22.0 specification");
+  // Values as ONNX 1.22's Changelog.md states them.
+  const check::OpSchema* col2im = check::find_schema("", "Col2Im", 27);
+  ASSERT_NE(col2im, nullptr);
+  EXPECT_EQ(col2im->since, 18);
+  EXPECT_EQ(col2im->min_inputs, 3);
+  const check::OpSchema* dq = check::find_schema("", "DequantizeLinear", 21);
+  ASSERT_NE(dq, nullptr);
+  ASSERT_NE(dq->input_param(0), nullptr);
+  EXPECT_TRUE(dq->input_param(0)->types->allows(ir::TypeInfo::tensor_unranked(DType::kInt4)));
+  EXPECT_FALSE(dq->input_param(0)->types->allows(ir::TypeInfo::tensor_unranked(DType::kFloat)));
+  const check::OpSchema* dq25 = check::find_schema("", "DequantizeLinear", 25);
+  ASSERT_NE(dq25, nullptr);
+  EXPECT_TRUE(dq25->input_param(0)->types->allows(ir::TypeInfo::tensor_unranked(DType::kInt2)));
+  EXPECT_EQ(check::find_schema("", "Swish", 23), nullptr);
+  EXPECT_TRUE(check::find_schema("", "GroupNormalization", 18)->deprecated);
 }
 
 }  // namespace

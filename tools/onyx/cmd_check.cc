@@ -1,7 +1,9 @@
 // onyx check MODEL: is the model valid, and can each provider run every node of it?
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <string>
 
 #include "check/schema.h"
 #include "check/validate.h"
@@ -130,6 +132,9 @@ int run_check(const CheckArgs& a) {
 
 Action add_check(CLI::App& app) {
   auto args = std::make_shared<CheckArgs>();
+  const std::string schemas = fmt::format(
+      "operator schemas of the {}: ai.onnx opsets <= {}, ai.onnx.ml <= {}", check::schema_source(),
+      check::schema_max_opset(""), check::schema_max_opset("ai.onnx.ml"));
   auto* sub = app.add_subcommand(
       "check",
       "Validate a model the way onnx.checker and strict shape inference do, and list every node "
@@ -137,11 +142,12 @@ Action add_check(CLI::App& app) {
       "Reports all problems, not just the first, each naming the node (name, op type, opset): "
       "SSA form and topological order, undefined inputs, domains and opsets not imported, "
       "input/output counts, unknown, missing or mistyped attributes, input types outside the "
-      "operator's type constraints (operator schemas of onnx 1.12, ai.onnx opsets <= 17; newer "
-      "nodes are checked by onyx's shape functions), initializers that disagree with the graph "
-      "input of their name, and inferred types that disagree with declared value_info and "
-      "outputs. Then, per provider, each node onyx has no kernel for (op, opset, input dtypes, "
-      "and why).");
+      "operator's type constraints (" +
+          schemas +
+          "; newer nodes are checked by onyx's shape functions), initializers that disagree with "
+          "the graph input of their name, and inferred types that disagree with declared "
+          "value_info and outputs. Then, per provider, each node onyx has no kernel for (op, "
+          "opset, input dtypes, and why).");
   sub->add_option("model", args->model, "the .onnx file")->required();
   sub->add_option("--provider", args->provider,
                   "which provider's support to report: cpu (native build), wasm (the WebAssembly "
