@@ -144,12 +144,13 @@ Value read_sequence_folder(const fs::path& dir, const ir::TypeInfo& seq_type, co
 std::string write_tensor_proto(const Tensor& t, const std::string& name) {
   std::string out;
   protozero::pbf_writer w(out);
+  // Fields in field-number order, as protobuf's own serializers write them.
   for (int64_t d : t.dims()) w.add_int64(1, d);
   w.add_int32(2, static_cast<int32_t>(t.dtype()));
-  if (!name.empty()) w.add_string(8, name);
-  if (t.dtype() == DType::kString) {
+  if (t.dtype() == DType::kString)
     for (int64_t i = 0; i < t.numel(); ++i) w.add_bytes(6, t.data<std::string>()[i]);
-  } else if (t.numel() > 0) {
+  if (!name.empty()) w.add_string(8, name);
+  if (t.dtype() != DType::kString) {
     if (dtype_bits(t.dtype()) < 8) w.add_bytes(9, pack_subbyte(t));
     else w.add_bytes(9, static_cast<const char*>(t.raw()), t.nbytes());
   }
@@ -165,7 +166,8 @@ std::string write_value_proto(const Value& v, const ir::TypeInfo& type, const st
     std::string out;
     protozero::pbf_writer w(out);
     if (!name.empty()) w.add_string(1, name);
-    if (inner || !v.is_none()) w.add_int32(2, seq ? kElemSequence : kElemTensor);
+    // An empty optional says UNDEFINED (0), as onnx.helper.make_optional writes it.
+    w.add_int32(2, v.is_none() ? 0 : seq ? kElemSequence : kElemTensor);
     if (v.is_tensor()) {
       if (seq) fail_arg("{} is {}, but {} is declared", what, kind_name(v), type.str());
       w.add_message(3, write_tensor_proto(v.tensor()));
