@@ -72,7 +72,7 @@ bool natural_less(const std::string& a, const std::string& b) {
 std::vector<SampleFile> list_dataset(const std::string& dir, const std::string& role) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    fail_arg("{} '{}' is not a folder (a dataset is a folder of NAME.npz files or NAME/ folders of .npy files)",
+    fail_arg("{} '{}' is not a folder (a dataset is a folder of NAME.npz files or NAME/ folders of .npy or .pb files)",
              role, dir);
   std::map<std::string, SampleFile> by_name;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
@@ -98,7 +98,7 @@ std::vector<SampleFile> list_dataset(const std::string& dir, const std::string& 
   }
   if (ec) fail(ErrorCode::kIo, "cannot list {} '{}': {}", role, dir, ec.message());
   if (by_name.empty())
-    fail_arg("{} '{}' holds no sample: expected NAME.npz files (np.savez) or NAME/ folders of .npy files",
+    fail_arg("{} '{}' holds no sample: expected NAME.npz files (np.savez) or NAME/ folders of .npy or .pb files",
              role, dir);
   std::vector<SampleFile> out;
   for (auto& [n, s] : by_name) out.push_back(s);
