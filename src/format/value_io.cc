@@ -1,11 +1,10 @@
 #include "format/value_io.h"
 
-#include <protozero/pbf_writer.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <protozero/pbf_writer.hpp>
 
 #include "base/error.h"
 #include "format/loader.h"
@@ -31,7 +30,8 @@ std::string pack_subbyte(const Tensor& t) {
   const auto* src = t.data<uint8_t>();
   auto mask = static_cast<uint8_t>((1u << bits) - 1);
   for (size_t i = 0; i < n; ++i)
-    out[i / per] = static_cast<char>(static_cast<uint8_t>(out[i / per]) | ((src[i] & mask) << ((i % per) * bits)));
+    out[i / per] = static_cast<char>(static_cast<uint8_t>(out[i / per]) |
+                                     ((src[i] & mask) << ((i % per) * bits)));
   return out;
 }
 
@@ -50,8 +50,9 @@ std::string kind_name(const Value& v) {
 
 void check_not_map(const ir::TypeInfo& type, const std::string& what) {
   if (type.kind == Kind::kMap || (type.inner && type.inner->kind == Kind::kMap))
-    fail_unsupported("{} is declared {}: onyx holds no map values (no kernel it has takes or makes maps)", what,
-                     type.str());
+    fail_unsupported(
+        "{} is declared {}: onyx holds no map values (no kernel it has takes or makes maps)", what,
+        type.str());
 }
 
 /// Writes `bytes` to `path`, refusing to write into anything but a regular file (a FIFO
@@ -75,7 +76,8 @@ void remove_regular(const fs::path& p) {
 
 /// "0", "1", ... "12": the index a sequence item file is named by, or -1.
 int64_t item_index(const std::string& stem) {
-  if (stem.empty() || stem.size() > 12 || stem.find_first_not_of("0123456789") != std::string::npos ||
+  if (stem.empty() || stem.size() > 12 ||
+      stem.find_first_not_of("0123456789") != std::string::npos ||
       (stem.size() > 1 && stem[0] == '0'))
     return -1;
   return std::stoll(stem);
@@ -87,9 +89,11 @@ void remove_sequence_folder(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(fs::symlink_status(dir, ec))) return;
   std::vector<fs::path> items;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
     const fs::path& p = it->path();
-    if ((p.extension() == ".npy" || p.extension() == ".pb") && item_index(p.stem().string()) >= 0) items.push_back(p);
+    if ((p.extension() == ".npy" || p.extension() == ".pb") && item_index(p.stem().string()) >= 0)
+      items.push_back(p);
   }
   for (const auto& p : items) remove_regular(p);
   if (fs::is_empty(dir, ec)) fs::remove(dir, ec);
@@ -105,22 +109,27 @@ Tensor read_tensor_file(const fs::path& p, DType declared, const std::string& wh
   fail_arg("{}: file '{}' must end in .npy (numpy) or .pb (TensorProto)", what, p.string());
 }
 
-Value read_sequence_folder(const fs::path& dir, const ir::TypeInfo& seq_type, const std::string& what) {
+Value read_sequence_folder(const fs::path& dir, const ir::TypeInfo& seq_type,
+                           const std::string& what) {
   const ir::TypeInfo* elem = seq_type.inner.get();
   if (elem && elem->kind != Kind::kTensor && elem->kind != Kind::kUnknown)
-    fail_unsupported("{} is declared {}: onyx holds sequences of tensors only", what, seq_type.str());
+    fail_unsupported("{} is declared {}: onyx holds sequences of tensors only", what,
+                     seq_type.str());
   DType declared = elem ? elem->elem : DType::kUndefined;
   std::map<int64_t, fs::path> items;
   std::error_code ec;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
     const fs::path& p = it->path();
     std::string file = p.filename().string();
     if (file.empty() || file[0] == '.') continue;
     std::string ext = p.extension().string();
     int64_t k = item_index(p.stem().string());
     if ((ext != ".npy" && ext != ".pb") || k < 0)
-      fail_arg("{}: folder '{}' (a sequence) holds '{}'; a sequence folder holds only its items, named "
-               "0.npy, 1.npy, ... (or 0.pb, 1.pb, ...)", what, dir.string(), file);
+      fail_arg(
+          "{}: folder '{}' (a sequence) holds '{}'; a sequence folder holds only its items, named "
+          "0.npy, 1.npy, ... (or 0.pb, 1.pb, ...)",
+          what, dir.string(), file);
     if (items.count(k))
       fail_arg("{}: folder '{}' holds item {} twice ({} and {})", what, dir.string(), k,
                items[k].filename().string(), file);
@@ -130,8 +139,8 @@ Value read_sequence_folder(const fs::path& dir, const ir::TypeInfo& seq_type, co
   std::vector<Tensor> tensors;
   for (const auto& [k, p] : items) {
     if (k != static_cast<int64_t>(tensors.size()))
-      fail_arg("{}: folder '{}' has no item {} (its items must be numbered 0 to {} without a gap)", what,
-               dir.string(), tensors.size(), items.size() - 1);
+      fail_arg("{}: folder '{}' has no item {} (its items must be numbered 0 to {} without a gap)",
+               what, dir.string(), tensors.size(), items.size() - 1);
     tensors.push_back(read_tensor_file(p, declared, what + " item " + std::to_string(k)));
   }
   DType dt = declared;
@@ -151,8 +160,10 @@ std::string write_tensor_proto(const Tensor& t, const std::string& name) {
     for (int64_t i = 0; i < t.numel(); ++i) w.add_bytes(6, t.data<std::string>()[i]);
   if (!name.empty()) w.add_string(8, name);
   if (t.dtype() != DType::kString) {
-    if (dtype_bits(t.dtype()) < 8) w.add_bytes(9, pack_subbyte(t));
-    else w.add_bytes(9, static_cast<const char*>(t.raw()), t.nbytes());
+    if (dtype_bits(t.dtype()) < 8)
+      w.add_bytes(9, pack_subbyte(t));
+    else
+      w.add_bytes(9, static_cast<const char*>(t.raw()), t.nbytes());
   }
   return out;
 }
@@ -187,7 +198,8 @@ std::string write_value_proto(const Value& v, const ir::TypeInfo& type, const st
 }
 
 WrittenValue write_value_files(const std::string& dir, const std::string& stem, const Value& v,
-                               const ir::TypeInfo& type, const std::string& name, ValueFormat format) {
+                               const ir::TypeInfo& type, const std::string& name,
+                               ValueFormat format) {
   const std::string what = "'" + name + "'";
   check_not_map(type, what);
   fs::path base = fs::path(dir) / stem;
@@ -247,7 +259,8 @@ Value value_as_declared(const Value& v, const ir::TypeInfo& type, const std::str
     std::vector<Tensor> items;
     for (size_t i = 0; i < v.seq().size(); ++i)
       items.push_back(npy_as_declared(v.seq()[i], declared, what + " item " + std::to_string(i)));
-    return Value::sequence(declared == DType::kUndefined ? v.seq_dtype() : declared, std::move(items));
+    return Value::sequence(declared == DType::kUndefined ? v.seq_dtype() : declared,
+                           std::move(items));
   }
   return v;
 }
@@ -262,14 +275,17 @@ Value read_value_path(const std::string& path, const ir::TypeInfo& type, const s
   std::string ext = p.extension().string();
   if (ext == kNoneSuffix) {
     if (!optional && type.kind != Kind::kUnknown)
-      fail_arg("{}: '{}' marks an empty optional, but {} is declared (not optional)", what, path, type.str());
+      fail_arg("{}: '{}' marks an empty optional, but {} is declared (not optional)", what, path,
+               type.str());
     if (!fs::exists(st)) fail(ErrorCode::kIo, "{}: cannot open '{}': no such file", what, path);
-    if (!fs::is_regular_file(st)) fail(ErrorCode::kIo, "{}: '{}' is not a regular file", what, path);
+    if (!fs::is_regular_file(st))
+      fail(ErrorCode::kIo, "{}: '{}' is not a regular file", what, path);
     return Value::none();
   }
   if (fs::is_directory(st)) {
     if (held.kind != Kind::kSequence && held.kind != Kind::kUnknown)
-      fail_arg("{}: '{}' is a folder, which holds a sequence, but {} is declared", what, path, type.str());
+      fail_arg("{}: '{}' is a folder, which holds a sequence, but {} is declared", what, path,
+               type.str());
     return read_sequence_folder(p, held, what);
   }
   if (ext == ".pb") {
@@ -283,12 +299,15 @@ Value read_value_path(const std::string& path, const ir::TypeInfo& type, const s
   }
   if (ext == ".npy") {
     if (held.kind == Kind::kSequence)
-      fail_arg("{} is declared {}: give a folder of 0.npy, 1.npy, ... or a .pb SequenceProto, not '{}'", what,
-               type.str(), path);
+      fail_arg(
+          "{} is declared {}: give a folder of 0.npy, 1.npy, ... or a .pb SequenceProto, not '{}'",
+          what, type.str(), path);
     return Value(npy_as_declared(read_npy_file(path), held.elem, what));
   }
-  fail_arg("{}: '{}' must be a .npy or .pb file, a folder (a sequence) or a NAME{} marker (an empty optional)",
-           what, path, kNoneSuffix);
+  fail_arg(
+      "{}: '{}' must be a .npy or .pb file, a folder (a sequence) or a NAME{} marker (an empty "
+      "optional)",
+      what, path, kNoneSuffix);
 }
 
 }  // namespace onyx::format

@@ -25,7 +25,8 @@ std::string write_tensor_proto(const Tensor& t, const std::string& name = "");
 /// TensorProto. When `type` is unknown the value's kind decides (an empty value is an
 /// empty OptionalProto). Throws onyx::Error (kInvalidArgument) when the value's kind
 /// does not fit `type`, or for a map type.
-std::string write_value_proto(const Value& v, const ir::TypeInfo& type, const std::string& name = "");
+std::string write_value_proto(const Value& v, const ir::TypeInfo& type,
+                              const std::string& name = "");
 
 /// How `onyx run --output-format` writes values.
 enum class ValueFormat {
@@ -50,7 +51,8 @@ struct WrittenValue {
 /// Throws onyx::Error (kIo) when a file cannot be written, (kInvalidArgument) when the
 /// value cannot be held in `format` (a string ending in NUL as .npy).
 WrittenValue write_value_files(const std::string& dir, const std::string& stem, const Value& v,
-                               const ir::TypeInfo& type, const std::string& name, ValueFormat format);
+                               const ir::TypeInfo& type, const std::string& name,
+                               ValueFormat format);
 
 /// Reads a value for a graph input or output declared as `type` from `path`, in any form
 /// write_value_files writes: a .pb file (TensorProto, SequenceProto or OptionalProto as
