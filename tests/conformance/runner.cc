@@ -301,6 +301,16 @@ struct TempDir {
   }
 };
 
+/// True when a string of `v` ends in a NUL byte (a .npy cannot hold it).
+bool ends_in_nul(const Value& v) {
+  std::vector<Tensor> ts = v.is_tensor() ? std::vector<Tensor>{v.tensor()} : v.is_sequence() ? v.seq() : std::vector<Tensor>{};
+  for (const Tensor& t : ts)
+    if (t.dtype() == DType::kString)
+      for (int64_t i = 0; i < t.numel(); ++i)
+        if (!t.data<std::string>()[i].empty() && t.data<std::string>()[i].back() == '\0') return true;
+  return false;
+}
+
 /// Runs one case through `onyx run` (o.via_cli) and compares the files it writes;
 /// returns "STATUS\tdetail".
 std::string run_case_cli(const fs::path& dir, const Tol& tol, const Options& o) {
@@ -321,6 +331,15 @@ std::string run_case_cli(const fs::path& dir, const Tol& tol, const Options& o) 
     if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return "ERROR\tno test_data_set_* folder";
+  if (o.output_format == "npy")
+    for (const auto& set : sets)
+      for (size_t i = 0; i < g.outputs.size(); ++i) {
+        fs::path p = set / ("output_" + std::to_string(i) + ".pb");
+        if (!fs::exists(p)) continue;
+        if (ends_in_nul(format::read_value_file(p.string(), g.outputs[i].type)))
+          return "SKIP\tnumpy cannot hold output '" + g.outputs[i].name +
+                 "' (a string ends in NUL, which numpy's NUL-padded strings drop); the pb run covers it";
+      }
   for (const auto& set : sets) {
     TempDir tmp;
     if (tmp.path.empty()) return "ERROR\tcannot make a temporary folder";
@@ -629,7 +648,7 @@ int main(int argc, char** argv) {
   std::set<std::string> present;
   for (const auto& r : results) present.insert(r.name);
   for (const auto& r : results)
-    if (allow.count(r.name) && r.status != "PASS") regressions.push_back(r.name + " (" + r.status + ": " + r.detail.substr(0, 200) + ")");
+    if (allow.count(r.name) && r.status != "PASS" && r.status != "SKIP") regressions.push_back(r.name + " (" + r.status + ": " + r.detail.substr(0, 200) + ")");
   if (o.filter.empty())
     for (const auto& a : allow)
       if (!present.count(a)) regressions.push_back(a + " (listed but not found in the suite)");
@@ -690,10 +709,14 @@ int main(int argc, char** argv) {
   }
   std::cout << "conformance: " << counts["PASS"] << " of " << cases.size() << " cases pass\n";
   if (!allow.empty()) {
-    int listed = 0;
-    for (const auto& r : results) listed += allow.count(r.name) ? 1 : 0;
-    std::cout << "allowlisted cases: " << (listed - static_cast<int>(regressions.size())) << " passed, "
-              << regressions.size() << " failed\n";
+    int passed = 0, skipped = 0;
+    for (const auto& r : results) {
+      passed += allow.count(r.name) && r.status == "PASS";
+      skipped += allow.count(r.name) && r.status == "SKIP";
+    }
+    std::cout << "allowlisted cases: " << passed << " passed, " << regressions.size() << " failed";
+    if (skipped) std::cout << ", " << skipped << " skipped (the form cannot hold their outputs; listed above)";
+    std::cout << "\n";
   }
   return regressions.empty() ? 0 : 1;
 }
