@@ -59,7 +59,7 @@ void check_not_map(const ir::TypeInfo& type, const std::string& what) {
 /// would block, a device would take the bytes).
 void write_file(const fs::path& path, const std::string& bytes) {
   std::error_code ec;
-  auto st = fs::symlink_status(path, ec);
+  auto st = fs::status(path, ec);
   if (!ec && fs::exists(st) && !fs::is_regular_file(st))
     fail(ErrorCode::kIo, "cannot write '{}': it exists and is not a regular file", path.string());
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
