@@ -365,6 +365,10 @@ int run_parity(const ParityArgs& a) {
       std::set<std::string> used;
       for (const IoInfo* io : required) {
         const Value* t = find_value(in_arrays, io->name, required.size() == 1);
+        bool optional = false;
+        for (const auto& gi : graph.inputs)
+          optional |= gi.name == io->name && gi.type.kind == ir::TypeInfo::Kind::kOptional;
+        if (!t && optional) continue;  // an optional input the sample does not give is left empty
         if (!t)
           fail_arg("sample '{}' has no array for input '{}' (it has: {}); name the arrays by input name",
                    in.name, io->name, names_of(in_arrays));

@@ -285,10 +285,10 @@ Feeds make_feeds(const Session& session, const FeedSpec& spec) {
     feeds.values.emplace_back(name, read_input_value(path, *vi, feeds.notes));
   }
   std::mt19937_64 rng(spec.seed);
-  for (size_t ii = 0; ii < session.inputs().size(); ++ii) {
-    const IoInfo& io = session.inputs()[ii];
+  for (const IoInfo& io : session.inputs()) {
     if (given.count(io.name) || io.has_default) continue;
-    bool optional = g.inputs[ii].type.kind == ir::TypeInfo::Kind::kOptional;
+    bool optional = false;
+    for (const auto& v : g.inputs) optional |= v.name == io.name && v.type.kind == ir::TypeInfo::Kind::kOptional;
     if (optional && !(spec.random && io.is_tensor)) {
       feeds.notes.push_back("optional input '" + io.name + "' is not given: it is left empty");
       continue;
