@@ -792,10 +792,24 @@ namespace {
 
 Value read_value_impl(LoadCtx& ctx, Wire w, const ir::TypeInfo& type);
 
+/// Field names of SequenceProto/OptionalProto values onyx cannot hold (it has sequences
+/// of tensors and optionals of a tensor or such a sequence only).
+const char* unheld_field(uint32_t tag, bool sequence) {
+  switch (tag) {
+    case 4: return sequence ? "sparse_tensor_values" : "sparse_tensor_value";
+    case 5: return sequence ? "sequence_values" : nullptr;
+    case 6: return sequence ? "map_values" : "map_value";
+    case 7: return sequence ? "optional_values" : "optional_value";
+    default: return nullptr;
+  }
+}
+
 Value read_sequence(LoadCtx& ctx, Wire w, const ir::TypeInfo& type) {
   std::vector<Tensor> items;
   DType elem = type.inner ? type.inner->elem : DType::kUndefined;
   while (w.next()) {
+    if (const char* f = unheld_field(w.tag(), true))
+      fail_unsupported("SequenceProto holds {}: onyx holds sequences of tensors only", f);
     switch (w.tag()) {
       case 3: items.push_back(read_tensor(ctx, w.sub("SequenceProto.tensor_values")).second); break;
       default: w.skip();
@@ -809,6 +823,8 @@ Value read_optional(LoadCtx& ctx, Wire w, const ir::TypeInfo& type) {
   Value v;
   ir::TypeInfo inner = type.inner ? *type.inner : ir::TypeInfo{};
   while (w.next()) {
+    if (const char* f = unheld_field(w.tag(), false))
+      fail_unsupported("OptionalProto holds {}: onyx holds optionals of a tensor or a sequence of tensors only", f);
     switch (w.tag()) {
       case 3: v = Value(read_tensor(ctx, w.sub("OptionalProto.tensor_value")).second); break;
       case 5: v = read_sequence(ctx, w.sub("SequenceProto"), inner); break;
@@ -822,6 +838,8 @@ Value read_value_impl(LoadCtx& ctx, Wire w, const ir::TypeInfo& type) {
   switch (type.kind) {
     case ir::TypeInfo::Kind::kSequence: return read_sequence(ctx, std::move(w), type);
     case ir::TypeInfo::Kind::kOptional: return read_optional(ctx, std::move(w), type);
+    case ir::TypeInfo::Kind::kMap:
+      fail_unsupported("the value is declared {}: onyx holds no map values (MapProto)", type.str());
     default: return Value(read_tensor(ctx, std::move(w)).second);
   }
 }

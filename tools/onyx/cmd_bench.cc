@@ -187,10 +187,10 @@ Action add_bench(CLI::App& app) {
       "with onnxruntime.");
   sub->add_option("model", args->model, "the .onnx file")->required();
   add_feed_options(sub, args->feeds);
-  sub->add_option("--warmup", args->warmup, "untimed runs after the first one (default 5)")->check(CLI::Range(0, 1000000));
-  sub->add_option("--runs", args->runs, "least number of timed runs (default 20)")->check(CLI::Range(1, 100000000));
-  sub->add_option("--min-time", args->min_time, "least seconds of timed runs (default 1)")->check(CLI::Range(0.0, 86400.0));
-  sub->add_option("--threads", args->threads, "worker threads (default 1)")->check(CLI::Range(1, 256));
+  sub->add_option("--warmup", args->warmup, "untimed runs after the first one (default 5)")->transform(integer_in(0, 1000000));
+  sub->add_option("--runs", args->runs, "least number of timed runs (default 20)")->transform(integer_in(1, 100000000));
+  sub->add_option("--min-time", args->min_time, "least seconds of timed runs (default 1)")->transform(number_in(0.0, 86400.0));
+  sub->add_option("--threads", args->threads, "worker threads (default 1)")->transform(integer_in(1, 256));
   sub->add_option("--save-inputs", args->save_inputs, "write the inputs used as DIR/<input name>.npy (for another runtime)");
   sub->add_flag("--json", args->json, "print the measurements as JSON");
   return [args] { return run_bench(*args); };
