@@ -712,7 +712,7 @@ class Checker {
     const auto& reg = kernels::default_registry();
     std::vector<const kernels::KernelDef*> defs, mine, in_range;
     for (const auto& d : reg.all())
-      if (d.op == n.op_type && d.domain == n.domain) defs.push_back(&d);
+      if (!d.optimized && d.op == n.op_type && d.domain == n.domain) defs.push_back(&d);
     const std::string op = n.domain.empty() ? n.op_type : n.domain + "." + n.op_type;
     if (defs.empty()) return fmt::format("onyx has no kernel for {}", op);
     for (const auto* d : defs)

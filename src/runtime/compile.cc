@@ -130,7 +130,7 @@ void check_opset_supported(const ir::Node& node) {
                      node.domain.empty() ? std::string() : " of domain '" + node.domain + "'");
   int lo = 1000, hi = 0;
   for (const auto& d : reg.all()) {
-    if (d.op != node.op_type || d.domain != node.domain) continue;
+    if (d.optimized || d.op != node.op_type || d.domain != node.domain) continue;
     if (node.opset >= d.since && node.opset <= d.until) return;
     lo = std::min(lo, d.since);
     hi = std::max(hi, d.until);
@@ -142,11 +142,28 @@ void check_opset_supported(const ir::Node& node) {
 std::string dtype_list(const kernels::Registry& reg, const ir::Node& node) {
   std::set<std::string> names;
   for (const auto& d : reg.all())
-    if (d.op == node.op_type && d.domain == node.domain && node.opset >= d.since && node.opset <= d.until)
+    if (!d.optimized && d.op == node.op_type && d.domain == node.domain && node.opset >= d.since &&
+        node.opset <= d.until)
       for (DType t : d.dtypes) names.insert(std::string(dtype_name(t)));
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
   return s;
+}
+
+/// The kernel object of a node: the first optimized kernel that takes it, else the
+/// reference function.
+std::unique_ptr<kernels::Kernel> make_kernel(const ir::Node& node, const kernels::KernelDef& ref, DType dt,
+                                             const std::vector<const ir::TypeInfo*>& in_types,
+                                             const std::vector<const ir::TypeInfo*>& out_types,
+                                             const std::vector<const Tensor*>& constants,
+                                             const PlanOptions& opts) {
+  if (!opts.reference_kernels) {
+    kernels::KernelInit init{node, in_types, out_types, constants, ref.fn, opts.pool};
+    for (const kernels::KernelDef* d : kernels::default_registry().find_optimized(node.domain, node.op_type,
+                                                                                  node.opset, dt))
+      if (auto k = d->factory(init)) return k;
+  }
+  return std::make_unique<kernels::FnKernel>(ref.fn);
 }
 
 std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const PlanOptions& opts,
@@ -269,6 +286,7 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
       SessionOptions fold_limits;
       fold_limits.max_tensor_bytes = opts.fold_max_bytes;
       fold_limits.max_run_bytes = 0;
+      fold_limits.reference_kernels = opts.reference_kernels;
       RunContext fold_run(fold_limits, nullptr);
       step.folded = true;
       try {
@@ -285,6 +303,13 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
         if (out[i].is_tensor())
           sl.type = ir::TypeInfo::tensor(out[i].tensor().dtype(), ir::shape_of(out[i].tensor().dims()));
       }
+    }
+    if (step.kernel && !step.folded) {
+      std::vector<const ir::TypeInfo*> out_type_ptrs;
+      for (int s : step.out) out_type_ptrs.push_back(s >= 0 ? &cg->slots[s].type : nullptr);
+      DType dt = ti >= 0 && static_cast<size_t>(ti) < types.size() && types[ti] ? types[ti]->elem
+                                                                              : DType::kUndefined;
+      step.impl = make_kernel(node, *step.kernel, dt, types, out_type_ptrs, values, opts);
     }
     for (int s : implicit) step.release.push_back(-1 - s);  // marker: captured slot, fixed below
     cg->steps.push_back(std::move(step));

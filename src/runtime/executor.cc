@@ -105,8 +105,9 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
       inferred = std::move(ictx.outputs());
       out_types = &inferred;
     }
-    // 2. Allocate outputs whose shape is fully known.
-    for (size_t i = 0; i < out.size() && i < out_types->size(); ++i) {
+    // 2. Allocate outputs whose shape is fully known (unless the kernel makes its own).
+    const bool own_outputs = step.impl && step.impl->makes_own_outputs();
+    for (size_t i = 0; !own_outputs && i < out.size() && i < out_types->size(); ++i) {
       if (node.outputs[i].empty()) continue;
       const ir::TypeInfo& t = (*out_types)[i];
       if (t.kind == ir::TypeInfo::Kind::kTensor && t.has_shape && ir::shape_known(t.shape) &&
@@ -126,8 +127,12 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
         fail_unsupported("{}: no kernel for input dtype {}", node.describe(), dtype_name(dt));
     }
     FrameSubgraphRunner sub(step, frame, pool, run);
-    kernels::KernelContext kctx(node, in, &out, &sub, pool, &run);
-    k->fn(kctx);
+    kernels::KernelContext kctx(node, in, &out, &sub, pool, &run, !run.limits().reference_kernels);
+    kctx.set_output_types(out_types);
+    if (step.impl && k == step.kernel)
+      step.impl->run(kctx);
+    else
+      k->fn(kctx);
   } catch (const Error& e) {
     std::string msg = e.what();
     if (msg.find(node.op_type) == std::string::npos) msg = node.describe() + ": " + msg;

@@ -125,7 +125,11 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<ir::Model> model, const
       fail_unsupported("the model imports opset {} of the default domain; onyx knows opsets 1..{}",
                        version, kMaxDefaultOpset);
   impl->graph = runtime::inline_functions(*model);
-  impl->plan = runtime::compile_graph(*impl->graph, runtime::PlanOptions{});
+  impl->pool = std::make_unique<ThreadPool>(opts.threads);
+  runtime::PlanOptions po;
+  po.reference_kernels = opts.reference_kernels;
+  po.pool = impl->pool.get();
+  impl->plan = runtime::compile_graph(*impl->graph, po);
   std::set<std::string> inits;
   for (const auto& [n, t] : impl->graph->initializers) inits.insert(n);
   for (const auto& v : impl->graph->inputs) impl->inputs.push_back(io_info(v, inits.count(v.name) > 0));
@@ -134,7 +138,6 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<ir::Model> model, const
     if (v.type.kind == ir::TypeInfo::Kind::kUnknown) v.type = impl->plan->slots[impl->plan->outputs[i]].type;
     impl->outputs.push_back(io_info(v, false));
   }
-  impl->pool = std::make_unique<ThreadPool>(opts.threads);
   impl->options = opts;
   collect_storage(*impl->plan, impl->own_storage);
   return std::unique_ptr<Session>(new Session(std::move(impl)));

@@ -8,7 +8,6 @@
 
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/window.h"
-#include "kernels/cpu/fast_path.h"
 #include "kernels/registry.h"
 #include "runtime/thread_pool.h"
 #include "simd/depthwise.h"
@@ -328,7 +327,7 @@ void conv_typed(KernelContext& ctx) {
   }
   if (y.numel() == 0) return;
   if constexpr (std::is_same_v<T, float>) {
-    if (cpu::fast_paths_enabled()) {
+    if (ctx.fast_paths()) {
       conv_gemm_f32(g, batch, channels, maps, group, x.data<float>(), w.data<float>(), b, y.data<float>(),
                     ctx.pool());
       return;
@@ -505,7 +504,7 @@ void conv_transpose_typed(KernelContext& ctx) {
   if (y.numel() == 0) return;
   const T* bp = bt ? bt->data<T>() : nullptr;
   if constexpr (std::is_same_v<T, float>) {
-    if (cpu::fast_paths_enabled()) {
+    if (ctx.fast_paths()) {
       conv_transpose_gemm_f32(g, batch, channels, maps, group, x.data<T>(), w.data<T>(), bp, y.data<T>(),
                               ctx.pool());
       return;

@@ -7,7 +7,6 @@
 
 #include "kernels/reference/arith.h"
 #include "kernels/reference/dispatch.h"
-#include "kernels/cpu/fast_path.h"
 #include "kernels/registry.h"
 #include "simd/gemm.h"
 
@@ -229,7 +228,7 @@ void matmul_kernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   MatMulPlan p = plan_matmul(ctx, a.dims(), b.dims());
   check_out(ctx, y, p.out);
-  if (a.dtype() == DType::kFloat && cpu::fast_paths_enabled()) {
+  if (a.dtype() == DType::kFloat && ctx.fast_paths()) {
     matmul_f32_fast(ctx, p, a.data<float>(), b.data<float>(), y.data<float>());
     return;
   }
@@ -277,7 +276,7 @@ void gemm_kernel(KernelContext& ctx) {
     if ((cm != 1 && cm != M) || (cn != 1 && cn != N))
       ctx.fail("C of shape {} cannot broadcast to [{}, {}]", dims_str(c->dims()), M, N);
   }
-  if (a.dtype() == DType::kFloat && cpu::fast_paths_enabled()) {
+  if (a.dtype() == DType::kFloat && ctx.fast_paths()) {
     // Y = alpha * op(A) * op(B) + beta * C through simd::sgemm, C broadcast into Y first.
     float* yd = y.data<float>();
     const bool use_c = c && beta != 0.0f;

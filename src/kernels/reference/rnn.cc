@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "kernels/reference/dispatch.h"
-#include "kernels/cpu/fast_path.h"
 #include "kernels/cpu/rnn.h"
 #include "kernels/registry.h"
 
@@ -286,7 +285,7 @@ void run_recurrent(KernelContext& ctx, Cell cell) {
 void rnn_kernel(KernelContext& ctx) { run_recurrent(ctx, Cell::kRnn); }
 void gru_kernel(KernelContext& ctx) { run_recurrent(ctx, Cell::kGru); }
 void lstm_kernel(KernelContext& ctx) {
-  if (cpu::fast_paths_enabled() && cpu::lstm_f32(ctx)) return;
+  if (ctx.fast_paths() && cpu::lstm_f32(ctx)) return;
   run_recurrent(ctx, Cell::kLstm);
 }
 

@@ -1,0 +1,9 @@
+#include "kernels/cpu/register.h"
+
+namespace onyx::kernels {
+
+void register_cpu(Registry& r) {
+  cpu::register_views(r);
+}
+
+}  // namespace onyx::kernels
