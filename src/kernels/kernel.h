@@ -33,10 +33,11 @@ class KernelContext {
  public:
   /// `run` counts allocations against the run's limits; null: the default limits.
   /// `fast_paths` false keeps the reference kernels off their optimized branches.
-  KernelContext(const ir::Node& node, std::vector<const Value*> inputs, std::vector<Value>* outputs,
+  /// `inputs` must outlive the context.
+  KernelContext(const ir::Node& node, const std::vector<const Value*>& inputs, std::vector<Value>* outputs,
                 SubgraphRunner* sub, ThreadPool* pool, runtime::RunContext* run = nullptr,
                 bool fast_paths = true)
-      : node_(node), inputs_(std::move(inputs)), outputs_(outputs), sub_(sub), pool_(pool), run_(run),
+      : node_(node), inputs_(inputs), outputs_(outputs), sub_(sub), pool_(pool), run_(run),
         fast_paths_(fast_paths) {}
 
   const ir::Node& node() const { return node_; }
@@ -105,7 +106,7 @@ class KernelContext {
 
  private:
   const ir::Node& node_;
-  std::vector<const Value*> inputs_;
+  const std::vector<const Value*>& inputs_;
   std::vector<Value>* outputs_;
   SubgraphRunner* sub_;
   ThreadPool* pool_;
@@ -152,6 +153,10 @@ class Kernel {
   /// True when run() sets its outputs itself (views of its inputs, say), so the executor
   /// must not allocate them.
   virtual bool makes_own_outputs() const { return false; }
+  /// An input whose buffer output 0 may take when that input is not used after this node
+  /// (same dtype and size): run() must then read each element before writing the same
+  /// element of the output. -1: never.
+  virtual int inplace_input() const { return -1; }
 };
 
 /// Makes the kernel object for one node, or returns null to decline (a case the

@@ -52,6 +52,7 @@ int resolve(Scope& s, const std::string& name) {
   const Slot& outer = s.parent->cg->slots[p];
   int id = add_slot(*s.cg, name, outer.type);
   s.cg->captures.emplace_back(id, name);
+  s.cg->capture_outer.push_back(p);
   return id;
 }
 
@@ -264,6 +265,8 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
         step.static_shapes = false;
       cg->slots[step.out[i]].type = t;
     }
+    if (step.static_shapes)
+      for (int s : step.out) step.static_types.push_back(s >= 0 ? cg->slots[s].type : ir::TypeInfo{});
 
     // Kernel by the dtype of its type-defining input, when known now.
     const kernels::KernelDef* any = reg.find(node.domain, node.op_type, node.opset, DType::kUndefined);
@@ -312,6 +315,7 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
       step.impl = make_kernel(node, *step.kernel, dt, types, out_type_ptrs, values, opts);
     }
     for (int s : implicit) step.release.push_back(-1 - s);  // marker: captured slot, fixed below
+    step.index = static_cast<int>(cg->steps.size());
     cg->steps.push_back(std::move(step));
   }
 

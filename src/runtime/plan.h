@@ -30,8 +30,10 @@ struct Step {
   std::unique_ptr<kernels::Kernel> impl;       ///< the kernel object run (optimized or reference)
   shape::ShapeFn shape = nullptr;
   bool static_shapes = false;  ///< all output shapes known statically: skip run-time inference
+  std::vector<ir::TypeInfo> static_types;  ///< with static_shapes: the output types (per output)
   bool folded = false;         ///< outputs computed at plan time
   std::vector<int> release;    ///< slots whose last use is this step
+  int index = 0;               ///< position in CompiledGraph::steps
   std::map<std::string, std::unique_ptr<CompiledGraph>> subgraphs;
 };
 
@@ -43,6 +45,12 @@ struct CompiledGraph {
   std::vector<int> inputs;   ///< formal inputs in order
   std::vector<int> outputs;  ///< graph outputs in order
   std::vector<std::pair<int, std::string>> captures;  ///< slot <- outer value of that name
+  std::vector<int> capture_outer;  ///< per capture: the slot of the value in the enclosing graph
+  /// The value a frame reads for `slot`: a constant's from the plan, others from the frame.
+  bool frame_holds(int slot) const {
+    const Slot& s = slots[static_cast<size_t>(slot)];
+    return !s.is_const;
+  }
 };
 
 /// Options for planning.
