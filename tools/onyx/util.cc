@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/mmap_file.h"
 #include "base/half.h"
 #include "format/loader.h"
 #include "format/npy.h"
@@ -17,11 +18,7 @@
 namespace onyx::cli {
 
 std::string read_text_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorCode::kIo, "cannot open {} '{}'", what, path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return read_regular_file(path, what);
 }
 
 std::string human_bytes(uint64_t b) {
@@ -168,7 +165,11 @@ Feeds make_feeds(const Session& session, const FeedSpec& spec) {
         dims.push_back(it->second);
       }
     }
-    feeds.values.emplace_back(io.name, Value(random_tensor(io.dtype, dims, rng)));
+    try {
+      feeds.values.emplace_back(io.name, Value(random_tensor(io.dtype, dims, rng)));
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("input '{}' ({}): --random-inputs: {}", io.name, io.type, e.what()));
+    }
   }
   return feeds;
 }
