@@ -33,6 +33,17 @@ int64_t checked_product(const std::vector<int64_t>& v, std::string_view what) {
   return p;
 }
 
+size_t checked_count(std::initializer_list<int64_t> factors, std::string_view what) {
+  int64_t p = 1;
+  for (int64_t x : factors) {
+    if (x < 0) fail_model("{}: negative factor {}", what, x);
+    if (!mul_fits(p, x, p)) fail_model("{} has more elements than fit in 64 bits", what);
+  }
+  if (static_cast<uint64_t>(p) > std::numeric_limits<size_t>::max())
+    fail_model("{} has more elements ({}) than this machine can address", what, p);
+  return static_cast<size_t>(p);
+}
+
 size_t checked_bytes(int64_t count, size_t elem_bytes, std::string_view what) {
   if (count < 0) fail_model("{}: negative element count {}", what, count);
   if (elem_bytes && static_cast<uint64_t>(count) > std::numeric_limits<size_t>::max() / elem_bytes)

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 #include <vector>
 
@@ -29,6 +30,10 @@ int64_t checked_add(int64_t a, int64_t b, std::string_view what);
 int64_t checked_sub(int64_t a, int64_t b, std::string_view what);
 /// Product of `v` (1 when empty); throws naming `what` on a negative value or overflow.
 int64_t checked_product(const std::vector<int64_t>& v, std::string_view what);
+/// Product of `factors` as an element count for a buffer (size_t); throws naming `what`
+/// on a negative factor or overflow. For scratch sized from dims of different tensors,
+/// whose product no allocated tensor bounds.
+size_t checked_count(std::initializer_list<int64_t> factors, std::string_view what);
 /// `count * elem_bytes` as a size_t byte count; throws naming `what` when it does not fit.
 size_t checked_bytes(int64_t count, size_t elem_bytes, std::string_view what);
 

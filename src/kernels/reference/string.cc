@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/broadcast.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/string_ops.h"
@@ -29,7 +30,8 @@ void string_split(KernelContext& ctx) {
   const int64_t maxsplit = ctx.has_attr("maxsplit") ? ctx.attr_i("maxsplit", -1) : -1;
   const int64_t n = x.numel();
   const int64_t width = y.rank() == x.rank() + 1 ? y.dims().back() : -1;
-  if (width < 0 || y.numel() != n * width)
+  int64_t want = -1;
+  if (width < 0 || !mul_fits(n, width, want) || y.numel() != want)
     ctx.fail("output shape {} does not fit input {}", dims_str(y.dims()), dims_str(x.dims()));
   const std::string* xp = x.data<std::string>();
   std::string* yp = y.data<std::string>();
