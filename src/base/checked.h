@@ -14,6 +14,11 @@ namespace onyx {
 /// or a vector of that many dims.
 inline constexpr int64_t kMaxRank = 64;
 
+/// An empty tensor's other axes may be as long as int64 allows. Ops that make one
+/// output entry per slice along such an axis (SplitToSequence, Unique with an axis) of
+/// an empty input refuse more than this many slices rather than build them from nothing.
+inline constexpr int64_t kMaxEmptySlices = int64_t{1} << 20;
+
 /// `out = a * b`; false (and `out` unspecified) when that overflows int64.
 inline bool mul_fits(int64_t a, int64_t b, int64_t& out) { return !__builtin_mul_overflow(a, b, &out); }
 /// `out = a + b`; false when that overflows int64.

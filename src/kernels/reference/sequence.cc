@@ -64,10 +64,6 @@ int64_t span(const Dims& d, size_t from, size_t to) {
   return n;
 }
 
-/// An empty tensor's axis may be as long as int64 allows; split into one part per
-/// element it would make a sequence that long out of nothing.
-constexpr int64_t kMaxEmptyParts = int64_t{1} << 20;
-
 void sequence_construct(KernelContext& ctx) {
   std::vector<Tensor> items;
   DType dt = DType::kUndefined;
@@ -147,9 +143,9 @@ void split_to_sequence(KernelContext& ctx) {
     if (st.rank() == 0) {
       if (split[0] <= 0) ctx.fail("a scalar split must be > 0, got {}", split[0]);
       const int64_t parts = dim / split[0] + (dim % split[0] != 0);
-      if (x.numel() == 0 && parts > kMaxEmptyParts)
+      if (x.numel() == 0 && parts > kMaxEmptySlices)
         ctx.fail("splitting the empty input {} along axis {} would make a sequence of {} empty tensors "
-                 "(onyx allows at most {})", dims_str(x.dims()), a, parts, kMaxEmptyParts);
+                 "(onyx allows at most {})", dims_str(x.dims()), a, parts, kMaxEmptySlices);
       for (int64_t left = dim; left > 0; left -= split[0]) lens.push_back(std::min(left, split[0]));
     } else {
       int64_t sum = 0;
@@ -167,9 +163,9 @@ void split_to_sequence(KernelContext& ctx) {
     }
   } else {
     keep = ctx.attr_i("keepdims", 1) != 0;
-    if (x.numel() == 0 && dim > kMaxEmptyParts)
+    if (x.numel() == 0 && dim > kMaxEmptySlices)
       ctx.fail("splitting the empty input {} along axis {} would make a sequence of {} empty tensors "
-               "(onyx allows at most {})", dims_str(x.dims()), a, dim, kMaxEmptyParts);
+               "(onyx allows at most {})", dims_str(x.dims()), a, dim, kMaxEmptySlices);
     lens.assign(static_cast<size_t>(dim), 1);
   }
   int64_t outer = span(x.dims(), 0, a);

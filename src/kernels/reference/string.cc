@@ -89,7 +89,15 @@ void regex_full_match(KernelContext& ctx) {
   }
   const std::string* xp = x.data<std::string>();
   uint8_t* yp = static_cast<uint8_t*>(y.raw());
+  // std::regex matches by recursion, about one frame per character and pattern element:
+  // a few thousand characters against a small pattern overflow an 8 MB stack (SIGSEGV).
+  // This budget keeps a factor of three from that in measurements.
+  const size_t budget = size_t{1} << 16, per_char = pattern.size() + 16;
   for (int64_t k = 0; k < x.numel(); ++k) {
+    if (xp[k].size() > budget / per_char)
+      ctx.fail("element {} has {} bytes; with this {}-byte pattern the regex engine (std::regex, "
+               "which recurses per character) matches at most {}", k, xp[k].size(), pattern.size(),
+               budget / per_char);
     try {
       yp[k] = std::regex_match(utf8_to_wide(xp[k]), re) ? 1 : 0;
     } catch (const std::regex_error& e) {

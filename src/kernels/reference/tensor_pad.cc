@@ -167,6 +167,7 @@ void compress_kernel(KernelContext& ctx) {
   if (cond.dtype() != DType::kBool) ctx.fail("condition must be bool");
   int64_t outer = 1, len = x.numel(), inner = 1;
   if (ctx.has_attr("axis")) {
+    if (x.numel() == 0) outer = inner = 0;  // the other extents may not multiply
     auto r = static_cast<int64_t>(x.rank());
     int64_t axis = ctx.attr_i("axis", 0);
     if (axis < -r || axis >= r) ctx.fail("axis {} is out of range for rank {}", axis, r);
@@ -236,6 +237,7 @@ void unique_kernel(KernelContext& ctx) {
   int64_t outer = 1, rows = x.numel(), inner = 1;
   if (axis >= 0) {
     rows = x.dim(static_cast<size_t>(axis));
+    if (x.numel() == 0) outer = inner = 0;  // the other extents may not multiply
     for (size_t k = 0; k < static_cast<size_t>(axis); ++k) outer *= x.dim(k);
     for (size_t k = static_cast<size_t>(axis) + 1; k < x.rank(); ++k) inner *= x.dim(k);
   }
