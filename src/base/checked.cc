@@ -28,7 +28,8 @@ int64_t checked_product(const std::vector<int64_t>& v, std::string_view what) {
   int64_t p = 1;
   for (int64_t x : v) {
     if (x < 0) fail_model("{}: negative value {}", what, x);
-    if (!mul_fits(p, x, p)) fail_model("{}: the product of its {} values overflows 64 bits", what, v.size());
+    if (!mul_fits(p, x, p))
+      fail_model("{}: the product of its {} values overflows 64 bits", what, v.size());
   }
   return p;
 }

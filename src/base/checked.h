@@ -20,11 +20,17 @@ inline constexpr int64_t kMaxRank = 64;
 inline constexpr int64_t kMaxEmptySlices = int64_t{1} << 20;
 
 /// `out = a * b`; false (and `out` unspecified) when that overflows int64.
-inline bool mul_fits(int64_t a, int64_t b, int64_t& out) { return !__builtin_mul_overflow(a, b, &out); }
+inline bool mul_fits(int64_t a, int64_t b, int64_t& out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
 /// `out = a + b`; false when that overflows int64.
-inline bool add_fits(int64_t a, int64_t b, int64_t& out) { return !__builtin_add_overflow(a, b, &out); }
+inline bool add_fits(int64_t a, int64_t b, int64_t& out) {
+  return !__builtin_add_overflow(a, b, &out);
+}
 /// `out = a - b`; false when that overflows int64.
-inline bool sub_fits(int64_t a, int64_t b, int64_t& out) { return !__builtin_sub_overflow(a, b, &out); }
+inline bool sub_fits(int64_t a, int64_t b, int64_t& out) {
+  return !__builtin_sub_overflow(a, b, &out);
+}
 
 /// a * b; throws onyx::Error (kInvalidModel) naming `what` ("blocksize * blocksize")
 /// and both values when the product overflows int64.

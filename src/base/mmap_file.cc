@@ -55,7 +55,8 @@ int open_regular_file(const std::string& path, const char* what, size_t& size) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(ErrorCode::kIo, "{} '{}' is {}, expected a regular file", what, path, file_kind(st.st_mode));
+    fail(ErrorCode::kIo, "{} '{}' is {}, expected a regular file", what, path,
+         file_kind(st.st_mode));
   }
   if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) > SIZE_MAX) {
     ::close(fd);
@@ -84,7 +85,8 @@ std::string read_regular_file(const std::string& path, const char* what, size_t 
   bool ok = read_all(fd, reinterpret_cast<unsigned char*>(out.data()), size, e);
   ::close(fd);
   if (!ok)
-    fail(ErrorCode::kIo, "cannot read {} '{}': {}", what, path, e ? std::strerror(e) : "unexpected end");
+    fail(ErrorCode::kIo, "cannot read {} '{}': {}", what, path,
+         e ? std::strerror(e) : "unexpected end");
   return out;
 }
 
@@ -118,7 +120,8 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, const char
   ::close(fd);
   if (!ok) {
     std::free(buf);
-    fail(ErrorCode::kIo, "cannot read {} '{}': {}", what, path, e ? std::strerror(e) : "unexpected end");
+    fail(ErrorCode::kIo, "cannot read {} '{}': {}", what, path,
+         e ? std::strerror(e) : "unexpected end");
   }
   f->data_ = buf;
   return f;

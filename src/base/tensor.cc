@@ -50,8 +50,8 @@ Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
     try {
       arr = new std::string[numel_ > 0 ? numel_ : 1];
     } catch (const std::bad_alloc&) {
-      fail_runtime("out of memory allocating a string tensor of shape {} ({} strings)", dims_str(dims_),
-                   numel_);
+      fail_runtime("out of memory allocating a string tensor of shape {} ({} strings)",
+                   dims_str(dims_), numel_);
     }
     holder_ = std::shared_ptr<void>(arr, [](void* p) { delete[] static_cast<std::string*>(p); });
     data_ = arr;

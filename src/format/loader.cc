@@ -161,7 +161,8 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
                kMaxDTypeCode);
   DType dt = static_cast<DType>(t.data_type);
   if (t.dims.size() > static_cast<size_t>(kMaxRank))
-    fail_model("{}: has {} dims; onyx allows at most {} axes", tensor_label(t), t.dims.size(), kMaxRank);
+    fail_model("{}: has {} dims; onyx allows at most {} axes", tensor_label(t), t.dims.size(),
+               kMaxRank);
   for (int64_t d : t.dims)
     if (d < 0) fail_model("{}: negative dimension {} in dims {}", tensor_label(t), d, dims_str(t.dims));
   int64_t n;
@@ -479,7 +480,8 @@ ir::Shape read_shape(Wire w) {
       continue;
     }
     if (s.size() == static_cast<size_t>(kMaxRank))
-      fail_model("a declared shape has more than {} dims; onyx allows at most {} axes", kMaxRank, kMaxRank);
+      fail_model("a declared shape has more than {} dims; onyx allows at most {} axes", kMaxRank,
+                 kMaxRank);
     Wire d = w.sub("TensorShapeProto.Dimension");
     ir::Dim dim;
     while (d.next()) {

@@ -192,7 +192,8 @@ void infer_conv_transpose(InferContext& ctx) {
     }
     int64_t in = x[i + 2].value;
     int64_t o;
-    const char* what = "the output extent (strides * (input - 1) + output_padding + dilated kernel - pads)";
+    const char* what =
+        "the output extent (strides * (input - 1) + output_padding + dilated kernel - pads)";
     if (g.auto_pad == "SAME_UPPER" || g.auto_pad == "SAME_LOWER") {
       o = checked_mul(ctx, in, g.strides[i], "the output extent (input * strides)");
     } else {
@@ -217,13 +218,15 @@ void infer_col2im(InferContext& ctx) {
     ctx.fail("image_shape has {} values but block_shape has {}; they must match", image.size(),
              block.size());
   size_t nsp = have_image ? image.size() : have_block ? block.size() : 0;
-  if (nsp == 0 && ctx.has_shape(1) && ctx.input_shape(1).size() == 1 && ctx.input_shape(1)[0].known()) {
+  if (nsp == 0 && ctx.has_shape(1) && ctx.input_shape(1).size() == 1 &&
+      ctx.input_shape(1)[0].known()) {
     // The output rank is 2 + the length of image_shape: bounded before building it.
     check_rank(ctx, checked_add(ctx, ctx.input_shape(1)[0].value, 2, "the output rank"),
                "the output (rank 2 + the length of input 'image_shape')");
     nsp = static_cast<size_t>(ctx.input_shape(1)[0].value);
   }
-  check_rank(ctx, static_cast<int64_t>(nsp) + 2, "the output (rank 2 + the length of input 'image_shape')");
+  check_rank(ctx, static_cast<int64_t>(nsp) + 2,
+             "the output (rank 2 + the length of input 'image_shape')");
   if (!ctx.has_shape(0) || nsp == 0) {
     ctx.set_output_unranked(0, dt);
     return;
@@ -256,8 +259,9 @@ void infer_col2im(InferContext& ctx) {
     int64_t blocks = 1;
     for (size_t i = 0; i < nsp; ++i) {
       int64_t ek = dilated_extent(ctx, block[i], g.dilations[i]);
-      int64_t padded = checked_add(ctx, checked_add(ctx, image[i], g.pads[i], "a padded image extent"),
-                                   g.pads[i + nsp], "a padded image extent");
+      int64_t padded =
+          checked_add(ctx, checked_add(ctx, image[i], g.pads[i], "a padded image extent"),
+                      g.pads[i + nsp], "a padded image extent");
       if (padded < ek)
         ctx.fail("spatial axis {}: padded image extent {} is smaller than the dilated block {}", i,
                  padded, ek);

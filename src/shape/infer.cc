@@ -55,16 +55,20 @@ void check_output_type(const InferContext& ctx, size_t i, const ir::TypeInfo& t,
   if (t.inner) check_output_type(ctx, i, *t.inner, depth + 1);
   if (!t.has_shape) return;
   if (t.shape.size() > static_cast<size_t>(kMaxRank))
-    ctx.fail("output {} would have rank {}; onyx allows at most {} axes", i, t.shape.size(), kMaxRank);
+    ctx.fail("output {} would have rank {}; onyx allows at most {} axes", i, t.shape.size(),
+             kMaxRank);
   int64_t n = 1;
   bool overflow = false, empty = false;
   for (const ir::Dim& d : t.shape) {
-    if (d.value < -1) ctx.fail("output {} would have a negative dim {} (shape {})", i, d.value, ir::shape_str(t.shape));
+    if (d.value < -1)
+      ctx.fail("output {} would have a negative dim {} (shape {})", i, d.value,
+               ir::shape_str(t.shape));
     if (d.value == 0) empty = true;
     if (d.known() && !overflow && !mul_fits(n, d.value, n)) overflow = true;
   }
   if (overflow && !empty)
-    ctx.fail("output {} would have shape {}, more elements than fit in 64 bits", i, ir::shape_str(t.shape));
+    ctx.fail("output {} would have shape {}, more elements than fit in 64 bits", i,
+             ir::shape_str(t.shape));
 }
 
 }  // namespace

@@ -124,7 +124,9 @@ void infer_max_unpool(InferContext& ctx) {
       return;
     }
     if (ctx.has_shape(2) && ctx.input_shape(2).size() == 1 && ctx.input_shape(2)[0].known()) {
-      ctx.set_output(0, dt, fresh_shape(ctx, ctx.input_shape(2)[0].value, "the output (input 'output_shape')"));
+      ctx.set_output(
+          0, dt,
+          fresh_shape(ctx, ctx.input_shape(2)[0].value, "the output (input 'output_shape')"));
     } else {
       ctx.set_output_unranked(0, dt);
     }
@@ -150,7 +152,8 @@ void infer_max_unpool(InferContext& ctx) {
       continue;
     }
     const char* what = "the output extent ((input - 1) * strides + kernel_shape - pads)";
-    int64_t o = checked_add(ctx, checked_mul(ctx, x[i + 2].value - 1, strides[i], what), kernel[i], what);
+    int64_t o =
+        checked_add(ctx, checked_mul(ctx, x[i + 2].value - 1, strides[i], what), kernel[i], what);
     o = checked_sub(ctx, o, checked_add(ctx, pads[i], pads[i + nsp], "pads"), what);
     if (o < 0) ctx.fail("spatial axis {}: output extent {} is negative (check pads)", i, o);
     out.push_back(o);

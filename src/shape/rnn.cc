@@ -18,7 +18,8 @@ void expect_dim(const InferContext& ctx, const ir::Dim& d, const ir::Dim& want,
 }
 
 ir::Dim dim_mul(const InferContext& ctx, const ir::Dim& d, int64_t k) {
-  return d.known() ? ir::Dim(checked_mul(ctx, d.value, k, "hidden_size times the gate count")) : ir::Dim();
+  return d.known() ? ir::Dim(checked_mul(ctx, d.value, k, "hidden_size times the gate count"))
+                   : ir::Dim();
 }
 
 // Shared by RNN (gates = 1), GRU (3) and LSTM (4).

@@ -95,7 +95,8 @@ void infer_dft(InferContext& ctx) {
     }
   } else if (onesided && inverse) {
     if (n.known() && n.value < 2) ctx.fail("IRFFT needs at least 2 input bins along axis {}", axis);
-    n = n.known() ? ir::Dim(checked_mul(ctx, 2, n.value - 1, "the IRFFT length 2 * (bins - 1)")) : ctx.fresh_dim();
+    n = n.known() ? ir::Dim(checked_mul(ctx, 2, n.value - 1, "the IRFFT length 2 * (bins - 1)"))
+                  : ctx.fresh_dim();
   }
   if (n.known() && n.value <= 0) ctx.fail("the DFT length along axis {} must be positive", axis);
   if (onesided && !inverse)

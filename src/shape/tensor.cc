@@ -49,7 +49,9 @@ int64_t known_numel(const InferContext& ctx, size_t i) {
   const Shape& s = ctx.input_shape(i);
   if (!ir::shape_known(s)) return -1;
   int64_t n = 1;
-  for (const Dim& d : s) n = checked_mul(ctx, n, d.value, fmt::format("the element count of input {}", i));
+  for (const Dim& d : s)
+    if (!mul_fits(n, d.value, n))
+      ctx.fail("input {} of shape {} has more elements than fit in 64 bits", i, ir::shape_str(s));
   return n;
 }
 
@@ -159,7 +161,8 @@ void reshape_shape(InferContext& ctx) {
     target_len = vector_length(ctx, 1);
   }
   if (!have) {
-    if (target_len >= 0) ctx.set_output(0, dt, fresh_shape(ctx, target_len, "the reshaped output"));
+    if (target_len >= 0)
+      ctx.set_output(0, dt, fresh_shape(ctx, target_len, "the reshaped output"));
     else ctx.set_output_unranked(0, dt);
     return;
   }
@@ -294,7 +297,11 @@ void unsqueeze_shape(InferContext& ctx) {
   if (!known) {
     int64_t n = vector_length(ctx, 1);
     if (n < 0) ctx.set_output_unranked(0, dt);
-    else ctx.set_output(0, dt, fresh_shape(ctx, checked_add(ctx, static_cast<int64_t>(in.size()), n, "the output rank"), "the unsqueezed output"));
+    else
+      ctx.set_output(
+          0, dt,
+          fresh_shape(ctx, checked_add(ctx, static_cast<int64_t>(in.size()), n, "the output rank"),
+                      "the unsqueezed output"));
     return;
   }
   check_rank(ctx, static_cast<int64_t>(in.size() + axes.size()), "the unsqueezed output");
@@ -313,7 +320,10 @@ void transpose_shape(InferContext& ctx) {
   DType dt = ctx.input_dtype(0);
   std::vector<int64_t> perm = ctx.attr_ints("perm");
   if (!ctx.has_shape(0)) {
-    if (ctx.has_attr("perm")) ctx.set_output(0, dt, fresh_shape(ctx, static_cast<int64_t>(perm.size()), "the transposed output (perm)"));
+    if (ctx.has_attr("perm"))
+      ctx.set_output(
+          0, dt,
+          fresh_shape(ctx, static_cast<int64_t>(perm.size()), "the transposed output (perm)"));
     else ctx.set_output_unranked(0, dt);
     return;
   }
@@ -369,7 +379,8 @@ void concat_shape(InferContext& ctx) {
         ctx.fail("input {} has dim {} on axis {}, expected {}", i, s[k].value, k, out[k].value);
       if (s[k].known() && !out[k].known()) out[k] = s[k];
     }
-    if (s[axis].known()) total = checked_add(ctx, total, s[axis].value, "the concatenated axis");
+    if (s[axis].known())
+      total = checked_add(ctx, total, s[axis].value, "the concatenated axis");
     else total_known = false;
   }
   out[axis] = total_known ? Dim(total) : ctx.fresh_dim();
@@ -536,7 +547,10 @@ void expand_shape(InferContext& ctx) {
   if (!ctx.input_ints(1, target)) {
     int64_t n = vector_length(ctx, 1);
     if (n < 0 || !ctx.has_shape(0)) ctx.set_output_unranked(0, dt);
-    else ctx.set_output(0, dt, fresh_shape(ctx, std::max<int64_t>(n, static_cast<int64_t>(ctx.input_rank(0))), "the expanded output"));
+    else
+      ctx.set_output(0, dt,
+                     fresh_shape(ctx, std::max<int64_t>(n, static_cast<int64_t>(ctx.input_rank(0))),
+                                 "the expanded output"));
     return;
   }
   check_rank(ctx, static_cast<int64_t>(target.size()), "the expanded output (input 'shape')");
@@ -567,7 +581,8 @@ void tile_shape(InferContext& ctx) {
   Shape out(in.size());
   for (size_t k = 0; k < in.size(); ++k) {
     if (reps[k] < 0) ctx.fail("repeats {} has a negative value", dims_str(reps));
-    if (in[k].known()) out[k] = Dim(checked_mul(ctx, in[k].value, reps[k], fmt::format("axis {} times its repeats", k)));
+    if (in[k].known())
+      out[k] = Dim(checked_mul(ctx, in[k].value, reps[k], "an axis times its repeats"));
     else out[k] = reps[k] == 1 ? in[k] : reps[k] == 0 ? Dim(0) : ctx.fresh_dim();
   }
   ctx.set_output(0, dt, std::move(out));
@@ -585,10 +600,13 @@ void constant_of_shape_shape(InferContext& ctx) {
   if (!ctx.input_ints(0, dims)) {
     int64_t n = vector_length(ctx, 0);
     if (n < 0) ctx.set_output_unranked(0, dt);
-    else ctx.set_output(0, dt, fresh_shape(ctx, n, "the output (its rank is the length of input 'input')"));
+    else
+      ctx.set_output(0, dt,
+                     fresh_shape(ctx, n, "the output (its rank is the length of input 'input')"));
     return;
   }
-  check_rank(ctx, static_cast<int64_t>(dims.size()), "the output (its rank is the length of input 'input')");
+  check_rank(ctx, static_cast<int64_t>(dims.size()),
+             "the output (its rank is the length of input 'input')");
   for (int64_t d : dims)
     if (d < 0) ctx.fail("shape {} has a negative dim", dims_str(dims));
   ctx.set_output(0, dt, ir::shape_of(dims));
@@ -614,7 +632,8 @@ void range_shape(InferContext& ctx) {
       __int128 d = de[0];
       __int128 n = (diff > 0) == (d > 0) && diff != 0 ? (diff + d - (d > 0 ? 1 : -1)) / d : 0;
       if (n > std::numeric_limits<int64_t>::max())
-        ctx.fail("range from {} to {} by {} has more elements than fit in 64 bits", st[0], li[0], de[0]);
+        ctx.fail("range from {} to {} by {} has more elements than fit in 64 bits", st[0], li[0],
+                 de[0]);
       count = static_cast<int64_t>(n);
     }
   } else if (input_scalar(ctx, 0, sv) && input_scalar(ctx, 1, lv) && input_scalar(ctx, 2, dv)) {
@@ -658,7 +677,8 @@ void depth_space_shape(InferContext& ctx, bool to_space) {
     out[2] = scale(in[2], true);
     out[3] = scale(in[3], true);
   } else {
-    out[1] = in[1].known() ? Dim(checked_mul(ctx, in[1].value, bb, "channels times blocksize^2")) : ctx.fresh_dim();
+    out[1] = in[1].known() ? Dim(checked_mul(ctx, in[1].value, bb, "channels times blocksize^2"))
+                           : ctx.fresh_dim();
     out[2] = scale(in[2], false);
     out[3] = scale(in[3], false);
   }
@@ -749,7 +769,8 @@ void pad_shape(InferContext& ctx) {
       if (pads[k] != 0 || pads[k + n] != 0) out[a] = ctx.fresh_dim();
       continue;
     }
-    int64_t v = checked_add(ctx, checked_add(ctx, in[a].value, pads[k], "a padded axis"), pads[k + n], "a padded axis");
+    int64_t v = checked_add(ctx, checked_add(ctx, in[a].value, pads[k], "a padded axis"),
+                            pads[k + n], "a padded axis");
     if (v < 0) ctx.fail("pads {} make axis {} (size {}) negative", dims_str(pads), a, in[a].value);
     if (mode != "constant" && in[a].value == 0 && v > 0)
       ctx.fail("cannot pad empty axis {} in mode '{}'", a, mode);

@@ -87,8 +87,8 @@ Child in_child(const std::function<std::string()>& body) {
 ::testing::AssertionResult ended_normally(const Child& c) {
   if (c.exited && c.code == 0) return ::testing::AssertionSuccess();
   if (!c.exited)
-    return ::testing::AssertionFailure() << "the child died by signal " << c.code << " (" << strsignal(c.code)
-                                         << "); it wrote: " << c.text;
+    return ::testing::AssertionFailure() << "the child died by signal " << c.code << " ("
+                                         << strsignal(c.code) << "); it wrote: " << c.text;
   return ::testing::AssertionFailure() << "the child exited " << c.code << ": " << c.text;
 }
 
@@ -111,7 +111,8 @@ using Feeds = std::vector<std::pair<std::string, Value>>;
 /// what Session::create or Session::run throws; separated by a unit separator.
 std::string refusals(const std::string& bytes, const std::string& node, const Feeds& feeds) {
   std::shared_ptr<ir::Model> model;
-  std::string loaded = what_of([&] { model = format::load_model_from_bytes(bytes.data(), bytes.size()); });
+  std::string loaded =
+      what_of([&] { model = format::load_model_from_bytes(bytes.data(), bytes.size()); });
   if (!model) return "load: " + loaded + "\x1f" + "load: " + loaded;
   std::string checked = "(check reported no error for the node)";
   check::Report r = check::check_model(*model);
@@ -127,8 +128,9 @@ std::string refusals(const std::string& bytes, const std::string& node, const Fe
 /// Asserts the model is refused with an onyx::Error naming `node` and every fragment,
 /// by check (unless `check_sees_it` is false: a fault only the run meets) and by
 /// Session::create or Session::run.
-void expect_refused(const ModelSpec& m, const std::string& node, const std::vector<std::string>& fragments,
-                    const Feeds& feeds = {}, bool check_sees_it = true) {
+void expect_refused(const ModelSpec& m, const std::string& node,
+                    const std::vector<std::string>& fragments, const Feeds& feeds = {},
+                    bool check_sees_it = true) {
   const std::string bytes = m.serialize();
   Child c = in_child([&] { return refusals(bytes, node, feeds); });
   ASSERT_TRUE(ended_normally(c));
@@ -138,8 +140,10 @@ void expect_refused(const ModelSpec& m, const std::string& node, const std::vect
   std::vector<std::pair<const char*, std::string>> stages = {{"Session::create/run", ran}};
   if (check_sees_it) stages.push_back({"check_model", checked});
   for (const auto& [stage, msg] : stages) {
-    EXPECT_TRUE(contains(msg, "'" + node + "'")) << stage << " does not name node '" << node << "': " << msg;
-    for (const std::string& f : fragments) EXPECT_TRUE(contains(msg, f)) << stage << " lacks \"" << f << "\": " << msg;
+    EXPECT_TRUE(contains(msg, "'" + node + "'"))
+        << stage << " does not name node '" << node << "': " << msg;
+    for (const std::string& f : fragments)
+      EXPECT_TRUE(contains(msg, f)) << stage << " lacks \"" << f << "\": " << msg;
   }
 }
 
@@ -157,7 +161,8 @@ void expect_runs(const ModelSpec& m, const Feeds& feeds,
   expect_in_child([&] {
     std::vector<Value> out;
     std::string err = what_of([&] {
-      auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), one_thread());
+      auto s =
+          Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), one_thread());
       out = s->run(feeds);
     });
     if (err != "(nothing thrown)") return "the run failed: " + err;
@@ -170,8 +175,9 @@ ValueInfoSpec unranked(std::string name, int32_t elem = kFloat) {
 }
 
 /// One node `op` named `name` from the given inputs to output "y".
-ModelSpec one_node(const std::string& op, const std::string& name, std::vector<ValueInfoSpec> inputs,
-                   std::vector<std::string> node_inputs, std::vector<AttrSpec> attrs, int64_t opset = 17,
+ModelSpec one_node(const std::string& op, const std::string& name,
+                   std::vector<ValueInfoSpec> inputs, std::vector<std::string> node_inputs,
+                   std::vector<AttrSpec> attrs, int64_t opset = 17,
                    std::vector<TensorSpec> inits = {}, int32_t out_elem = kFloat) {
   GraphSpec g;
   g.inputs = std::move(inputs);
@@ -184,7 +190,8 @@ ModelSpec one_node(const std::string& op, const std::string& name, std::vector<V
 TensorSpec floats_of(std::string name, std::vector<int64_t> dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
-  return TensorSpec::floats(std::move(name), std::move(dims), std::vector<float>(static_cast<size_t>(n), 1.0f));
+  return TensorSpec::floats(std::move(name), std::move(dims),
+                            std::vector<float>(static_cast<size_t>(n), 1.0f));
 }
 
 // ---- integer attributes and dims that overflow ----
@@ -204,20 +211,22 @@ TEST(Hostile, DepthToSpaceBlocksizeSquaredOverflows) {
 }
 
 TEST(Hostile, ConvDilationTimesKernelOverflows) {
-  expect_refused(one_node("Conv", "conv", {tensor_info("x", kFloat, {1, 1, 5, 5})}, {"x", "w"},
-                          {AttrSpec::Ints("dilations", {k2p62, 1})}, 17, {floats_of("w", {1, 1, 3, 3})}),
-                 "conv", {"dilations", "overflows"}, {{"x", Tensor(DType::kFloat, {1, 1, 5, 5})}});
+  expect_refused(
+      one_node("Conv", "conv", {tensor_info("x", kFloat, {1, 1, 5, 5})}, {"x", "w"},
+               {AttrSpec::Ints("dilations", {k2p62, 1})}, 17, {floats_of("w", {1, 1, 3, 3})}),
+      "conv", {"dilations", "overflows"}, {{"x", Tensor(DType::kFloat, {1, 1, 5, 5})}});
 }
 
 TEST(Hostile, ConvTransposeStridesOverflowTheOutputExtent) {
-  expect_refused(one_node("ConvTranspose", "deconv", {tensor_info("x", kFloat, {1, 1, 4, 4})}, {"x", "w"},
-                          {AttrSpec::Ints("strides", {k2p62, 1})}, 17, {floats_of("w", {1, 1, 3, 3})}),
-                 "deconv", {"output extent", "overflows"}, {{"x", Tensor(DType::kFloat, {1, 1, 4, 4})}});
+  expect_refused(
+      one_node("ConvTranspose", "deconv", {tensor_info("x", kFloat, {1, 1, 4, 4})}, {"x", "w"},
+               {AttrSpec::Ints("strides", {k2p62, 1})}, 17, {floats_of("w", {1, 1, 3, 3})}),
+      "deconv", {"output extent", "overflows"}, {{"x", Tensor(DType::kFloat, {1, 1, 4, 4})}});
 }
 
 TEST(Hostile, PadsOverflowThePaddedAxis) {
-  expect_refused(one_node("Pad", "pad", {tensor_info("x", kFloat, {1, 1, 4})}, {"x", "pads"}, {}, 17,
-                          {TensorSpec::int64s("pads", {6}, {0, 0, k2p62, 0, 0, k2p62})}),
+  expect_refused(one_node("Pad", "pad", {tensor_info("x", kFloat, {1, 1, 4})}, {"x", "pads"}, {},
+                          17, {TensorSpec::int64s("pads", {6}, {0, 0, k2p62, 0, 0, k2p62})}),
                  "pad", {"padded axis", "overflows"}, {{"x", Tensor(DType::kFloat, {1, 1, 4})}});
 }
 
@@ -253,8 +262,9 @@ TEST(Hostile, RangeLongerThanInt64IsRefused) {
 TEST(Hostile, ConvWithoutInputChannelsIsAnErrorNotSigfpe) {
   // C = 0 gave the im2col tile size a division by zero.
   TensorSpec w = TensorSpec::raw_of("w", kFloat, {1, 0, 3, 3}, "");
-  expect_refused(one_node("Conv", "conv", {tensor_info("x", kFloat, {1, 0, 5, 5})}, {"x", "w"}, {}, 17, {w}),
-                 "conv", {"no input channels"}, {{"x", Tensor(DType::kFloat, {1, 0, 5, 5})}}, false);
+  expect_refused(
+      one_node("Conv", "conv", {tensor_info("x", kFloat, {1, 0, 5, 5})}, {"x", "w"}, {}, 17, {w}),
+      "conv", {"no input channels"}, {{"x", Tensor(DType::kFloat, {1, 0, 5, 5})}}, false);
 }
 
 // ---- output ranks taken from a declared length or a value ----
@@ -263,15 +273,18 @@ TEST(Hostile, DeclaredShapeLengthsDoNotBecomeOutputRanks) {
   // Each took minutes and gigabytes, building 2^32 (or 2^62) symbolic dims one by one.
   for (int64_t n : {k2p32, k2p62}) {
     SCOPED_TRACE(n);
-    expect_refused(one_node("ConstantOfShape", "cos", {tensor_info("s", kInt64, {n})}, {"s"}, {}), "cos",
-                   {"rank " + std::to_string(n), "at most 64 axes"});
-    expect_refused(one_node("Reshape", "rs", {tensor_info("x", kFloat, {1}), tensor_info("s", kInt64, {n})},
-                            {"x", "s"}, {}),
-                   "rs", {"at most 64 axes"});
-    expect_refused(one_node("Expand", "ex", {tensor_info("x", kFloat, {1}), tensor_info("s", kInt64, {n})},
-                            {"x", "s"}, {}),
-                   "ex", {"at most 64 axes"});
-    expect_refused(one_node("Unsqueeze", "unsq", {tensor_info("x", kFloat, {2}), tensor_info("a", kInt64, {n})},
+    expect_refused(one_node("ConstantOfShape", "cos", {tensor_info("s", kInt64, {n})}, {"s"}, {}),
+                   "cos", {"rank " + std::to_string(n), "at most 64 axes"});
+    expect_refused(
+        one_node("Reshape", "rs", {tensor_info("x", kFloat, {1}), tensor_info("s", kInt64, {n})},
+                 {"x", "s"}, {}),
+        "rs", {"at most 64 axes"});
+    expect_refused(
+        one_node("Expand", "ex", {tensor_info("x", kFloat, {1}), tensor_info("s", kInt64, {n})},
+                 {"x", "s"}, {}),
+        "ex", {"at most 64 axes"});
+    expect_refused(one_node("Unsqueeze", "unsq",
+                            {tensor_info("x", kFloat, {2}), tensor_info("a", kInt64, {n})},
                             {"x", "a"}, {}, 13),
                    "unsq", {"at most 64 axes"});
   }
@@ -280,11 +293,12 @@ TEST(Hostile, DeclaredShapeLengthsDoNotBecomeOutputRanks) {
                            tensor_info("b", kInt64, {k2p32})},
                           {"x", "i", "b"}, {}, 18),
                  "c2i", {"image_shape", "at most 64 axes"});
-  expect_refused(one_node("MaxUnpool", "unpool",
-                          {tensor_info("x", kFloat, {1, 1, 2, 2}), tensor_info("i", kInt64, {1, 1, 2, 2}),
-                           tensor_info("s", kInt64, {k2p32})},
-                          {"x", "i", "s"}, {AttrSpec::Ints("kernel_shape", {2, 2})}, 11),
-                 "unpool", {"output_shape", "at most 64 axes"});
+  expect_refused(
+      one_node("MaxUnpool", "unpool",
+               {tensor_info("x", kFloat, {1, 1, 2, 2}), tensor_info("i", kInt64, {1, 1, 2, 2}),
+                tensor_info("s", kInt64, {k2p32})},
+               {"x", "i", "s"}, {AttrSpec::Ints("kernel_shape", {2, 2})}, 11),
+      "unpool", {"output_shape", "at most 64 axes"});
 }
 
 TEST(Hostile, ShapeValuesLongerThanTheRankLimitAreRefused) {
@@ -293,12 +307,13 @@ TEST(Hostile, ShapeValuesLongerThanTheRankLimitAreRefused) {
                           {TensorSpec::int64s("s", {65}, ones)}),
                  "rs", {"rank 65", "at most 64 axes"}, {{"x", Tensor(DType::kFloat, {1})}});
   // 64 axes are allowed: the limit is not off by one.
-  expect_runs(one_node("ConstantOfShape", "cos", {}, {"s"}, {}, 17,
-                       {TensorSpec::int64s("s", {64}, std::vector<int64_t>(64, 1))}),
-              {}, [](const std::vector<Value>& out) {
-                const Tensor& y = out.at(0).tensor();
-                return y.rank() == 64 && y.numel() == 1 && y.data<float>()[0] == 0.0f ? "" : "wrong output";
-              });
+  expect_runs(
+      one_node("ConstantOfShape", "cos", {}, {"s"}, {}, 17,
+               {TensorSpec::int64s("s", {64}, std::vector<int64_t>(64, 1))}),
+      {}, [](const std::vector<Value>& out) {
+        const Tensor& y = out.at(0).tensor();
+        return y.rank() == 64 && y.numel() == 1 && y.data<float>()[0] == 0.0f ? "" : "wrong output";
+      });
 }
 
 TEST(Hostile, LoaderRefusesMoreThan64Axes) {
@@ -308,14 +323,14 @@ TEST(Hostile, LoaderRefusesMoreThan64Axes) {
   g.outputs = {unranked("y")};
   g.nodes = {NodeSpec("Relu", {"x"}, {"y"}, {}, "relu")};
   std::string bytes = ModelSpec(g).serialize();
-  EXPECT_ONYX_ERROR(format::load_model_from_bytes(bytes.data(), bytes.size()), ErrorCode::kInvalidModel,
-                    "value 'x'", "more than 64 dims");
+  EXPECT_ONYX_ERROR(format::load_model_from_bytes(bytes.data(), bytes.size()),
+                    ErrorCode::kInvalidModel, "value 'x'", "more than 64 dims");
   GraphSpec h = g;
   h.inputs = {tensor_info("x", kFloat, {1})};
   h.initializers = {TensorSpec::floats("w", std::vector<int64_t>(65, 1), {1.0f})};
   bytes = ModelSpec(h).serialize();
-  EXPECT_ONYX_ERROR(format::load_model_from_bytes(bytes.data(), bytes.size()), ErrorCode::kInvalidModel,
-                    "tensor 'w'", "65 dims", "at most 64 axes");
+  EXPECT_ONYX_ERROR(format::load_model_from_bytes(bytes.data(), bytes.size()),
+                    ErrorCode::kInvalidModel, "tensor 'w'", "65 dims", "at most 64 axes");
 }
 
 // ---- huge string tensors ----
@@ -339,7 +354,8 @@ TEST(Hostile, StringTensorsOf2p40ElementsAreErrorsNotBadAlloc) {
   // onyx::Error saying what could not be allocated, not a bare std::bad_alloc.
   expect_in_child([] {
     Caught c = catch_error([] { Tensor t(DType::kString, {k2p40}); });
-    return c.is_error() && contains(c.message, "string tensor") && contains(c.message, "1099511627776")
+    return c.is_error() && contains(c.message, "string tensor") &&
+                   contains(c.message, "1099511627776")
                ? ""
                : "got: " + c.message;
   });
@@ -352,7 +368,8 @@ TEST(Hostile, PoolingWindowsMostlyInThePaddingReadOnlyTheInput) {
   // whose window holds the single input value. The reference built a table of 2^40 taps.
   const int64_t k = k2p40, p = k2p40 - 1;
   auto pool = [&](const std::string& op, std::vector<AttrSpec> extra) {
-    std::vector<AttrSpec> attrs = {AttrSpec::Ints("kernel_shape", {k, 1}), AttrSpec::Ints("pads", {p, 0, p, 0}),
+    std::vector<AttrSpec> attrs = {AttrSpec::Ints("kernel_shape", {k, 1}),
+                                   AttrSpec::Ints("pads", {p, 0, p, 0}),
                                    AttrSpec::Ints("strides", {k, 1})};
     for (auto& a : extra) attrs.push_back(a);
     return one_node(op, "pool", {tensor_info("x", kFloat, {1, 1, 1, 1})}, {"x"}, attrs);
@@ -368,7 +385,8 @@ TEST(Hostile, PoolingWindowsMostlyInThePaddingReadOnlyTheInput) {
   expect_runs(pool("MaxPool", {}), x, single(7.0f));
   expect_runs(pool("AveragePool", {}), x, single(7.0f));
   // Counting the pads, the window holds 2^40 positions: 7 / 2^40, exact in float.
-  expect_runs(pool("AveragePool", {AttrSpec::Int("count_include_pad", 1)}), x, single(std::ldexp(7.0f, -40)));
+  expect_runs(pool("AveragePool", {AttrSpec::Int("count_include_pad", 1)}), x,
+              single(std::ldexp(7.0f, -40)));
 }
 
 TEST(Hostile, RangeWhoseStepsPassInt64Midway) {
@@ -378,7 +396,8 @@ TEST(Hostile, RangeWhoseStepsPassInt64Midway) {
                         TensorSpec::int64s("d", {}, {k2p62})},
                        kInt64),
               {}, [](const std::vector<Value>& out) {
-                return values_of<int64_t>(out.at(0).tensor()) == std::vector<int64_t>{kMin, -k2p62, 0, k2p62}
+                return values_of<int64_t>(out.at(0).tensor()) ==
+                               std::vector<int64_t>{kMin, -k2p62, 0, k2p62}
                            ? ""
                            : "wrong values";
               });
@@ -386,41 +405,51 @@ TEST(Hostile, RangeWhoseStepsPassInt64Midway) {
 
 TEST(Hostile, EyeLikeWithAnOffsetNearInt64Limits) {
   for (int64_t k : {kMax, kMin}) {
-    expect_runs(one_node("EyeLike", "eye", {tensor_info("x", kFloat, {2, 3})}, {"x"}, {AttrSpec::Int("k", k)}),
+    expect_runs(one_node("EyeLike", "eye", {tensor_info("x", kFloat, {2, 3})}, {"x"},
+                         {AttrSpec::Int("k", k)}),
                 {{"x", Tensor(DType::kFloat, {2, 3})}}, [](const std::vector<Value>& out) {
-                  return values_of<float>(out.at(0).tensor()) == std::vector<float>(6, 0.0f) ? "" : "not zeros";
+                  return values_of<float>(out.at(0).tensor()) == std::vector<float>(6, 0.0f)
+                             ? ""
+                             : "not zeros";
                 });
   }
 }
 
 TEST(Hostile, EmptyOutputsWithHugeExtentsBuildNoTables) {
   // AffineGrid with N = 0 may name any H and W; the position tables were built first.
-  expect_runs(one_node("AffineGrid", "grid", {tensor_info("theta", kFloat, {0, 2, 3})}, {"theta", "size"}, {}, 20,
-                       {TensorSpec::int64s("size", {4}, {0, 1, k2p40, k2p40})}),
-              {{"theta", Tensor(DType::kFloat, {0, 2, 3})}}, [](const std::vector<Value>& out) {
-                return out.at(0).tensor().dims() == Dims{0, k2p40, k2p40, 2} ? "" : "wrong shape";
-              });
+  expect_runs(
+      one_node("AffineGrid", "grid", {tensor_info("theta", kFloat, {0, 2, 3})}, {"theta", "size"},
+               {}, 20, {TensorSpec::int64s("size", {4}, {0, 1, k2p40, k2p40})}),
+      {{"theta", Tensor(DType::kFloat, {0, 2, 3})}}, [](const std::vector<Value>& out) {
+        return out.at(0).tensor().dims() == Dims{0, k2p40, k2p40, 2} ? "" : "wrong shape";
+      });
   // MatMul of 2^40 empty batches built a batch table of 2^40 entries.
   GraphSpec g;
   g.inputs = {tensor_info("a", kFloat, {k2p40, 0, 3}), tensor_info("b", kFloat, {1, 3, 2})};
   g.outputs = {unranked("y")};
   g.nodes = {NodeSpec("MatMul", {"a", "b"}, {"y"}, {}, "mm")};
-  expect_runs(ModelSpec(g), {{"a", Tensor(DType::kFloat, {k2p40, 0, 3})}, {"b", Tensor(DType::kFloat, {1, 3, 2})}},
-              [](const std::vector<Value>& out) {
-                return out.at(0).tensor().dims() == Dims{k2p40, 0, 2} ? "" : "wrong shape";
-              });
+  expect_runs(
+      ModelSpec(g),
+      {{"a", Tensor(DType::kFloat, {k2p40, 0, 3})}, {"b", Tensor(DType::kFloat, {1, 3, 2})}},
+      [](const std::vector<Value>& out) {
+        return out.at(0).tensor().dims() == Dims{k2p40, 0, 2} ? "" : "wrong shape";
+      });
 }
 
 TEST(Hostile, TfIdfWithUnboundedGramLengthAndSkips) {
   // Grams longer than the row match nothing, so max_gram_length = max_skip_count =
   // INT64_MAX count what 1 does here: unigrams 1 (twice) and 2 (once).
-  std::vector<AttrSpec> attrs = {AttrSpec::Int("min_gram_length", 1), AttrSpec::Int("max_gram_length", kMax),
-                                 AttrSpec::Int("max_skip_count", kMax), AttrSpec::String("mode", "TF"),
-                                 AttrSpec::Ints("ngram_counts", {0}), AttrSpec::Ints("ngram_indexes", {0, 1}),
-                                 AttrSpec::Ints("pool_int64s", {1, 2})};
+  std::vector<AttrSpec> attrs = {
+      AttrSpec::Int("min_gram_length", 1),   AttrSpec::Int("max_gram_length", kMax),
+      AttrSpec::Int("max_skip_count", kMax), AttrSpec::String("mode", "TF"),
+      AttrSpec::Ints("ngram_counts", {0}),   AttrSpec::Ints("ngram_indexes", {0, 1}),
+      AttrSpec::Ints("pool_int64s", {1, 2})};
   expect_runs(one_node("TfIdfVectorizer", "tfidf", {tensor_info("x", kInt64, {3})}, {"x"}, attrs),
-              {{"x", make_tensor<int64_t>(DType::kInt64, {3}, {1, 2, 1})}}, [](const std::vector<Value>& out) {
-                return values_of<float>(out.at(0).tensor()) == std::vector<float>{2.0f, 1.0f} ? "" : "wrong counts";
+              {{"x", make_tensor<int64_t>(DType::kInt64, {3}, {1, 2, 1})}},
+              [](const std::vector<Value>& out) {
+                return values_of<float>(out.at(0).tensor()) == std::vector<float>{2.0f, 1.0f}
+                           ? ""
+                           : "wrong counts";
               });
 }
 
@@ -452,7 +481,8 @@ TEST_F(HostileFiles, FifoAsModelExternalDataOrInputIsRefusedWithoutBlocking) {
   const std::string model = dir_.file("m.onnx");
   expect_in_child([&] {
     std::string msg = what_of([&] { format::load_model(model); });
-    return contains(msg, "tensor 'w'") && contains(msg, "is a FIFO") && contains(msg, "pipe") ? "" : msg;
+    return contains(msg, "tensor 'w'") && contains(msg, "is a FIFO") && contains(msg, "pipe") ? ""
+                                                                                              : msg;
   });
   expect_in_child([&] {
     std::string msg = what_of([&] { Session::open(fifo, one_thread()); });
@@ -460,7 +490,8 @@ TEST_F(HostileFiles, FifoAsModelExternalDataOrInputIsRefusedWithoutBlocking) {
   });
   expect_in_child([&] {
     std::string npy = what_of([&] { format::read_npy_file(fifo); });
-    std::string pb = what_of([&] { format::read_value_file(fifo, ir::TypeInfo::tensor_unranked(DType::kFloat)); });
+    std::string pb = what_of(
+        [&] { format::read_value_file(fifo, ir::TypeInfo::tensor_unranked(DType::kFloat)); });
     if (!contains(npy, "is a FIFO")) return "npy: " + npy;
     if (!contains(pb, "is a FIFO")) return "pb: " + pb;
     return std::string();
@@ -480,8 +511,8 @@ TEST_F(HostileFiles, OtherNonRegularFilesAreNamedForWhatTheyAre) {
   });
   write_file(dir_.file("a.txt"), "abc");
   EXPECT_EQ(read_regular_file(dir_.file("a.txt")), "abc");
-  EXPECT_ONYX_ERROR(read_regular_file(dir_.file("a.txt"), "image", 2), ErrorCode::kInvalidArgument, "3 bytes",
-                    "over 2 bytes");
+  EXPECT_ONYX_ERROR(read_regular_file(dir_.file("a.txt"), "image", 2), ErrorCode::kInvalidArgument,
+                    "3 bytes", "over 2 bytes");
 }
 
 }  // namespace

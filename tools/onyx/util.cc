@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "base/mmap_file.h"
 #include "base/half.h"
+#include "base/mmap_file.h"
 #include "format/loader.h"
 #include "format/npy.h"
 
@@ -168,7 +168,8 @@ Feeds make_feeds(const Session& session, const FeedSpec& spec) {
     try {
       feeds.values.emplace_back(io.name, Value(random_tensor(io.dtype, dims, rng)));
     } catch (const Error& e) {
-      throw Error(e.code(), fmt::format("input '{}' ({}): --random-inputs: {}", io.name, io.type, e.what()));
+      throw Error(e.code(),
+                  fmt::format("input '{}' ({}): --random-inputs: {}", io.name, io.type, e.what()));
     }
   }
   return feeds;

@@ -421,7 +421,8 @@ void linear_attention(KernelContext& ctx) {
                hkv, b, t);
     beta = load(bt);
   }
-  std::vector<double> state(checked_count({b, hkv, dk, dv}, "the state (batch * kv_num_heads * d_k * d_v)"), 0.0);
+  std::vector<double> state(
+      checked_count({b, hkv, dk, dv}, "the state (batch * kv_num_heads * d_k * d_v)"), 0.0);
   if (ctx.has_input(3)) {
     const Tensor& ps = ctx.input(3);
     expect_dims(ctx, ps, {b, hkv, dk, dv}, "past_state");
@@ -495,7 +496,8 @@ void causal_conv_with_state(KernelContext& ctx) {
     expect_dims(ctx, ctx.input(2), {c}, "bias");
     bias = load(ctx.input(2));
   }
-  std::vector<double> past(checked_count({b, c, km1}, "the state (batch * channels * (k - 1))"), 0.0);
+  std::vector<double> past(checked_count({b, c, km1}, "the state (batch * channels * (k - 1))"),
+                           0.0);
   if (ctx.has_input(3)) {
     expect_dims(ctx, ctx.input(3), {b, c, km1}, "past_state");
     past = load(ctx.input(3));
@@ -569,7 +571,8 @@ void flex_attention(KernelContext& ctx) {
   for (double& x : k) x = r(x * sf);
   for (double& x : v) x = rs(x);
   const Dims sdims{b, hq, l, s};
-  std::vector<double> scores(checked_count({b, hq, l, s}, "the attention scores (batch * heads * q_len * kv_len)"));
+  std::vector<double> scores(
+      checked_count({b, hq, l, s}, "the attention scores (batch * heads * q_len * kv_len)"));
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t h = 0; h < hq; ++h) {
       const double* kbase = k.data() + (bi * hkv + h / group) * s * e;

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "base/checked.h"
+#include "kernels/cpu/fast_path.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/window.h"
-#include "kernels/cpu/fast_path.h"
 #include "kernels/registry.h"
 #include "runtime/thread_pool.h"
 #include "simd/depthwise.h"
@@ -72,8 +72,8 @@ WindowGeom forward_geom(const KernelContext& ctx, const Tensor& x, const Tensor&
     ctx.fail("output {} does not match X {} and W {}", dims_str(y.dims()), dims_str(xd), dims_str(wd));
   // No input channels: every kernel here divides by or loops over C/group.
   if (wd[1] == 0 && y.numel() > 0)
-    ctx.fail("X {} has no input channels per group (W {}), but the output {} is not empty", dims_str(xd),
-             dims_str(wd), dims_str(y.dims()));
+    ctx.fail("X {} has no input channels per group (W {}), but the output {} is not empty",
+             dims_str(xd), dims_str(wd), dims_str(y.dims()));
   WindowGeom g = read_geom(ctx, xd, Dims(wd.begin() + 2, wd.end()), y.dims());
   resolve_conv_pads(ctx, g);
   return g;
@@ -496,13 +496,15 @@ void conv_transpose_typed(KernelContext& ctx) {
   bool explicit_shape = ctx.has_attr("output_shape");
   g.pad_begin.assign(g.nsp, 0);
   for (size_t i = 0; i < g.nsp; ++i) {
-    const char* what = "the ConvTranspose pads (strides * (input - 1) + output_padding + dilated kernel - output)";
+    const char* what =
+        "the ConvTranspose pads (strides * (input - 1) + output_padding + dilated kernel - output)";
     int64_t ek = checked_add(checked_mul(g.kernel[i] - 1, g.dilations[i], what), 1, what);
     if (explicit_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       // total may be negative (output_shape larger than the natural extent); the
       // halving rounds toward -inf as in the spec's reference formulas.
       int64_t total = checked_sub(
-          checked_add(checked_add(checked_mul(g.strides[i], g.in[i] - 1, what), out_pad[i], what), ek, what),
+          checked_add(checked_add(checked_mul(g.strides[i], g.in[i] - 1, what), out_pad[i], what),
+                      ek, what),
           g.out[i], what);
       int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       g.pad_begin[i] = auto_pad == "SAME_UPPER" ? half : total - half;
@@ -651,8 +653,9 @@ void deform_conv_typed(KernelContext& ctx) {
   const size_t nsp = g.nsp;
   if (offset_group < 1 || channels % offset_group != 0)
     ctx.fail("offset_group {} must be >= 1 and divide the {} input channels", offset_group, channels);
-  Dims want_off{batch, static_cast<int64_t>(checked_count({offset_group, g.kernel_size, static_cast<int64_t>(nsp)},
-                                                          "offset_group * prod(kernel) * spatial rank"))};
+  Dims want_off{batch, static_cast<int64_t>(
+                           checked_count({offset_group, g.kernel_size, static_cast<int64_t>(nsp)},
+                                         "offset_group * prod(kernel) * spatial rank"))};
   want_off.insert(want_off.end(), g.out.begin(), g.out.end());
   if (off.dims() != want_off)
     ctx.fail("offset is {}, expected {} (N, offset_group * prod(kernel) * spatial rank, output spatial)",
@@ -774,7 +777,8 @@ void col2im_typed(KernelContext& ctx) {
     if (g.strides[i] < 1 || g.dilations[i] < 1) ctx.fail("strides and dilations must be >= 1");
     const char* what = "the padded image extent";
     int64_t ek = checked_add(checked_mul(block[i] - 1, g.dilations[i], what), 1, what);
-    int64_t span = checked_sub(checked_add(checked_add(image[i], pads[i], what), pads[i + nsp], what), ek, what);
+    int64_t span = checked_sub(
+        checked_add(checked_add(image[i], pads[i], what), pads[i + nsp], what), ek, what);
     if (span < 0) ctx.fail("spatial axis {}: the dilated block {} exceeds the padded image", i, ek);
     g.out[i] = span / g.strides[i] + 1;
   }

@@ -267,8 +267,10 @@ void tensor_scatter_kernel(KernelContext& ctx) {
       int64_t start = write[static_cast<size_t>(p / per_batch)];
       for (int64_t s = 0; s < len; ++s) {
         int64_t pos = -1;
-        if (circular && max_len > 0) pos = (((start % max_len) + max_len) % max_len + s) % max_len;
-        else if (!add_fits(start, s, pos)) pos = -1;
+        if (circular && max_len > 0)
+          pos = (((start % max_len) + max_len) % max_len + s) % max_len;
+        else if (!add_fits(start, s, pos))
+          pos = -1;
         if (pos < 0 || pos >= max_len)
           ctx.fail("write index {} + {} is outside the cache of length {}", start, s, max_len);
         const T* src = u + (p * len + s) * inner;

@@ -6,9 +6,9 @@
 #include <type_traits>
 
 #include "base/checked.h"
+#include "kernels/cpu/fast_path.h"
 #include "kernels/reference/arith.h"
 #include "kernels/reference/dispatch.h"
-#include "kernels/cpu/fast_path.h"
 #include "kernels/registry.h"
 #include "simd/gemm.h"
 

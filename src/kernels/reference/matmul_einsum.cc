@@ -138,7 +138,8 @@ std::vector<int64_t> id_strides(const Contraction& c, const Dims& d, size_t i) {
   const std::vector<int>& ids = c.in_ids[i];
   for (size_t a = ids.size(); a-- > 0;) {
     if (d[a] != 1 || c.size[static_cast<size_t>(ids[a])] == 1) st[static_cast<size_t>(ids[a])] += s;
-    if (!mul_fits(s, d[a], s)) s = 0;  // only an empty operand's strides pass int64; it is never read
+    if (!mul_fits(s, d[a], s))
+      s = 0;  // only an empty operand's strides pass int64; it is never read
   }
   return st;
 }
@@ -151,7 +152,8 @@ void walk(const std::vector<int64_t>& sizes, const std::vector<std::vector<int64
   // The whole index space (output and contracted labels): a product no tensor bounds.
   if (std::find(sizes.begin(), sizes.end(), int64_t{0}) != sizes.end()) return;
   int64_t total = 1;
-  for (int64_t s : sizes) total = checked_mul(total, s, "the Einsum index space (the product of every label's extent)");
+  for (int64_t s : sizes)
+    total = checked_mul(total, s, "the Einsum index space (the product of every label's extent)");
   std::vector<int64_t> idx(r, 0), off(ns, 0);
   for (int64_t step = 0; step < total; ++step) {
     f(step, off);

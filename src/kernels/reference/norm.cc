@@ -109,7 +109,8 @@ void batch_norm_typed(KernelContext& ctx) {
   }
   // Before opset 9, spatial = 0 takes statistics per (channel, position).
   const bool per_element = ctx.opset() < 9 && ctx.attr_i("spatial", 1) == 0;
-  const int64_t pcount = per_element ? checked_mul(channels, inner, "channels * spatial size") : channels;
+  const int64_t pcount =
+      per_element ? checked_mul(channels, inner, "channels * spatial size") : channels;
   std::vector<double> params[4];
   const char* names[4] = {"scale", "B", "mean", "var"};
   for (size_t i = 0; i < 4; ++i) {
@@ -202,7 +203,8 @@ void layer_norm_impl(KernelContext& ctx, bool rms) {
     for (size_t o = 1; o <= 2 && !rms; ++o)
       if (ctx.has_output(o)) {
         Tensor& t = ctx.output(o);
-        from_doubles(t, std::vector<double>(static_cast<size_t>(t.numel()), std::nan("")), "LayerNormalization statistics");
+        from_doubles(t, std::vector<double>(static_cast<size_t>(t.numel()), std::nan("")),
+                     "LayerNormalization statistics");
       }
     return;
   }
@@ -345,7 +347,7 @@ void lrn_typed(KernelContext& ctx) {
   if (size < 1) ctx.fail("size must be >= 1, got {}", size);
   const double alpha = ctx.attr_f("alpha", 1e-4f), beta = ctx.attr_f("beta", 0.75f), bias = ctx.attr_f("bias", 1.0f);
   const int64_t batch = xd[0], channels = xd[1], inner = product(xd, 2, xd.size());
-  if (x.numel() == 0) return;  // y is empty too
+  if (x.numel() == 0) return;                             // y is empty too
   const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;  // channels before / after c
   const T* xp = x.data<T>();
   T* yp = y.data<T>();

@@ -80,7 +80,8 @@ Windows build_windows(const WindowGeom& g) {
     for (int64_t o = 0; o < g.out[d]; ++o) {
       const int64_t base = o * g.strides[d] - g.pad_begin[d];
       auto [k0, k1] = taps_in(base, g.dilations[d], g.kernel[d], 0, g.in[d]);
-      auto [p0, p1] = taps_in(base, g.dilations[d], g.kernel[d], -g.pad_begin[d], g.in[d] + g.pad_end[d]);
+      auto [p0, p1] =
+          taps_in(base, g.dilations[d], g.kernel[d], -g.pad_begin[d], g.in[d] + g.pad_end[d]);
       first[d].push_back(k1 > k0 ? base + k0 * g.dilations[d] : 0);
       count[d].push_back(k1 - k0);
       padded[d].push_back(p1 - p0);
@@ -144,7 +145,9 @@ void max_pool_typed(KernelContext& ctx) {
   T* yp = y.data<T>();
   int64_t* ip = ind ? ind->data<int64_t>() : nullptr;
   if constexpr (std::is_same_v<T, float>)
-    if (!ip && cpu::fast_paths_enabled() && fast_path_fits(g) && cpu::max_pool2d_f32(g, planes, xp, yp)) return;
+    if (!ip && cpu::fast_paths_enabled() && fast_path_fits(g) &&
+        cpu::max_pool2d_f32(g, planes, xp, yp))
+      return;
   using A = acc_t<T>;
   Windows win = build_windows(g);
   for (int64_t pl = 0; pl < planes; ++pl) {
@@ -337,8 +340,9 @@ void max_unpool_typed(KernelContext& ctx) {
   Dims def(nsp);
   for (size_t d = 0; d < nsp; ++d) {
     const char* what = "the unpooled extent ((input - 1) * strides + kernel_shape - pads)";
-    def[d] = checked_sub(checked_add(checked_mul(x.dim(d + 2) - 1, strides[d], what), kernel[d], what),
-                         checked_add(pads[d], pads[d + nsp], what), what);
+    def[d] =
+        checked_sub(checked_add(checked_mul(x.dim(d + 2) - 1, strides[d], what), kernel[d], what),
+                    checked_add(pads[d], pads[d + nsp], what), what);
     if (def[d] < 0) ctx.fail("spatial axis {}: unpooled extent {} is negative", d, def[d]);
   }
   if (x.numel() == 0) return;  // nothing to scatter (y is zero-filled)
@@ -352,7 +356,8 @@ void max_unpool_typed(KernelContext& ctx) {
   for (int64_t k = 0; k < x.numel(); ++k) {
     int64_t i = ip[k];
     if (i < 0 || i >= def_total)
-      ctx.fail("index {} at position {} is outside the unpooled tensor ({} elements)", i, k, def_total);
+      ctx.fail("index {} at position {} is outside the unpooled tensor ({} elements)", i, k,
+               def_total);
     const int64_t plane = i / def_plane;
     int64_t rest = i % def_plane, off = 0, stride = 1;
     bool inside = true;
@@ -410,11 +415,15 @@ void max_roi_pool_typed(KernelContext& ctx) {
       const T* plane = xp + (b * channels + c) * height * width;
       for (int64_t i = 0; i < ph; ++i) {
         const double hd = static_cast<double>(height), wd = static_cast<double>(width);
-        auto hs = static_cast<int64_t>(std::clamp(std::floor(static_cast<double>(i) * bin_h) + y1, 0.0, hd));
-        auto he = static_cast<int64_t>(std::clamp(std::ceil(static_cast<double>(i + 1) * bin_h) + y1, 0.0, hd));
+        auto hs = static_cast<int64_t>(
+            std::clamp(std::floor(static_cast<double>(i) * bin_h) + y1, 0.0, hd));
+        auto he = static_cast<int64_t>(
+            std::clamp(std::ceil(static_cast<double>(i + 1) * bin_h) + y1, 0.0, hd));
         for (int64_t j = 0; j < pw; ++j) {
-          auto ws = static_cast<int64_t>(std::clamp(std::floor(static_cast<double>(j) * bin_w) + x1, 0.0, wd));
-          auto we = static_cast<int64_t>(std::clamp(std::ceil(static_cast<double>(j + 1) * bin_w) + x1, 0.0, wd));
+          auto ws = static_cast<int64_t>(
+              std::clamp(std::floor(static_cast<double>(j) * bin_w) + x1, 0.0, wd));
+          auto we = static_cast<int64_t>(
+              std::clamp(std::ceil(static_cast<double>(j + 1) * bin_w) + x1, 0.0, wd));
           double best = 0;
           bool any = false;
           for (int64_t h = hs; h < he; ++h)

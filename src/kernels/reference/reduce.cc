@@ -219,8 +219,10 @@ void arg_reduce_kernel(KernelContext& ctx) {
   if (axis < 0) axis += rank;
   const bool last = ctx.attr_i("select_last_index", 0) != 0;
   int64_t outer = 1, inner = 1;
-  for (int64_t k = 0; k < axis; ++k) outer = checked_mul(outer, x.dim(static_cast<size_t>(k)), "the leading dims");
-  for (int64_t k = axis + 1; k < rank; ++k) inner = checked_mul(inner, x.dim(static_cast<size_t>(k)), "the trailing dims");
+  for (int64_t k = 0; k < axis; ++k)
+    outer = checked_mul(outer, x.dim(static_cast<size_t>(k)), "the leading dims");
+  for (int64_t k = axis + 1; k < rank; ++k)
+    inner = checked_mul(inner, x.dim(static_cast<size_t>(k)), "the trailing dims");
   const int64_t n = x.dim(static_cast<size_t>(axis));
   if (n == 0 && outer * inner > 0) ctx.fail("cannot take the arg{} of an empty axis {}", kMax ? "max" : "min", axis);
   int64_t* yd = y.data<int64_t>();

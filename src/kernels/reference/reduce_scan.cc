@@ -23,8 +23,10 @@ Slices slices_at(const Dims& dims, int64_t axis) {
   for (int64_t d : dims) empty = empty || d == 0;
   for (int64_t k = 0; k < static_cast<int64_t>(dims.size()); ++k) {
     int64_t d = dims[static_cast<size_t>(k)];
-    if (k == axis) s.n = d;
-    else if (!empty) (k < axis ? s.outer : s.inner) *= d;
+    if (k == axis)
+      s.n = d;
+    else if (!empty)
+      (k < axis ? s.outer : s.inner) *= d;
   }
   if (empty) s.outer = 0;
   return s;

@@ -132,7 +132,8 @@ void nll_reduce(KernelContext& ctx, const std::vector<double>& logp, const Tenso
   const Dims& dims = input.dims();
   const int64_t N = dims[0], C = dims[1];
   int64_t D = 1;
-  for (size_t k = 2; k < dims.size(); ++k) D = checked_mul(D, dims[k], "the spatial size of the input");
+  for (size_t k = 2; k < dims.size(); ++k)
+    D = checked_mul(D, dims[k], "the spatial size of the input");
   Dims want(dims.begin(), dims.end());
   want.erase(want.begin() + 1);
   if (target.dims() != want)
@@ -196,7 +197,8 @@ void sce_loss_kernel(KernelContext& ctx) {
     AxisView v;
     v.outer = dims[0];
     v.n = dims[1];
-    for (size_t k = 2; k < dims.size(); ++k) v.inner = checked_mul(v.inner, dims[k], "the spatial size of the scores");
+    for (size_t k = 2; k < dims.size(); ++k)
+      v.inner = checked_mul(v.inner, dims[k], "the spatial size of the scores");
     std::vector<double> xs(static_cast<size_t>(x.numel())), logp(xs.size());
     for (size_t k = 0; k < xs.size(); ++k) xs[k] = static_cast<double>(x.data<T>()[k]);
     if (!xs.empty()) softmax_rows<SM::kLogSoftmax, double>(xs.data(), logp.data(), v);

@@ -1,6 +1,8 @@
 // Reference kernels of the rnn family: RNN, GRU, LSTM (every direction, both layouts,
 // sequence_lens, initial states, custom activations, clip, peepholes).
 // All arithmetic is done in double and rounded to the output dtype once.
+#include "kernels/cpu/rnn.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -8,9 +10,8 @@
 #include <vector>
 
 #include "base/checked.h"
-#include "kernels/reference/dispatch.h"
 #include "kernels/cpu/fast_path.h"
-#include "kernels/cpu/rnn.h"
+#include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
 namespace onyx::kernels {
@@ -177,7 +178,8 @@ void run_recurrent(KernelContext& ctx, Cell cell) {
 
   const std::vector<double> x = to_doubles(X), w = to_doubles(Wt), r = to_doubles(Rt);
   // B (batch) comes from X, which may be empty (input_size 0) and so bounds nothing.
-  const size_t state_size = checked_count({nd, B, H}, "the state (num_directions * batch * hidden_size)");
+  const size_t state_size =
+      checked_count({nd, B, H}, "the state (num_directions * batch * hidden_size)");
   std::vector<double> bias(static_cast<size_t>(nd * 2 * G), 0.0);
   if (ctx.has_input(3)) bias = to_doubles(ctx.input(3));
   std::vector<double> h0(state_size, 0.0), c0 = h0;

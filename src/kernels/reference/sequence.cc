@@ -144,8 +144,10 @@ void split_to_sequence(KernelContext& ctx) {
       if (split[0] <= 0) ctx.fail("a scalar split must be > 0, got {}", split[0]);
       const int64_t parts = dim / split[0] + (dim % split[0] != 0);
       if (x.numel() == 0 && parts > kMaxEmptySlices)
-        ctx.fail("splitting the empty input {} along axis {} would make a sequence of {} empty tensors "
-                 "(onyx allows at most {})", dims_str(x.dims()), a, parts, kMaxEmptySlices);
+        ctx.fail(
+            "splitting the empty input {} along axis {} would make a sequence of {} empty tensors "
+            "(onyx allows at most {})",
+            dims_str(x.dims()), a, parts, kMaxEmptySlices);
       for (int64_t left = dim; left > 0; left -= split[0]) lens.push_back(std::min(left, split[0]));
     } else {
       int64_t sum = 0;
@@ -164,8 +166,10 @@ void split_to_sequence(KernelContext& ctx) {
   } else {
     keep = ctx.attr_i("keepdims", 1) != 0;
     if (x.numel() == 0 && dim > kMaxEmptySlices)
-      ctx.fail("splitting the empty input {} along axis {} would make a sequence of {} empty tensors "
-               "(onyx allows at most {})", dims_str(x.dims()), a, dim, kMaxEmptySlices);
+      ctx.fail(
+          "splitting the empty input {} along axis {} would make a sequence of {} empty tensors "
+          "(onyx allows at most {})",
+          dims_str(x.dims()), a, dim, kMaxEmptySlices);
     lens.assign(static_cast<size_t>(dim), 1);
   }
   int64_t outer = span(x.dims(), 0, a);

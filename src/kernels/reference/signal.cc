@@ -92,7 +92,8 @@ void dft(KernelContext& ctx) {
   for (int64_t i = 0; i < axis; ++i) outer *= xt.dim(static_cast<size_t>(i));
   for (int64_t i = axis + 1; i < r - 1; ++i) inner *= xt.dim(static_cast<size_t>(i));
   const int64_t out_comp = irfft ? 1 : 2;
-  if (static_cast<size_t>(yt.numel()) != checked_count({outer, n_out, inner, out_comp}, "the DFT output"))
+  if (static_cast<size_t>(yt.numel()) !=
+      checked_count({outer, n_out, inner, out_comp}, "the DFT output"))
     ctx.fail("output {} does not match the DFT of {}", dims_str(yt.dims()), dims_str(xt.dims()));
 
   const std::vector<double> x = load(xt);

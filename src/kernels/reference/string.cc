@@ -95,9 +95,10 @@ void regex_full_match(KernelContext& ctx) {
   const size_t budget = size_t{1} << 16, per_char = pattern.size() + 16;
   for (int64_t k = 0; k < x.numel(); ++k) {
     if (xp[k].size() > budget / per_char)
-      ctx.fail("element {} has {} bytes; with this {}-byte pattern the regex engine (std::regex, "
-               "which recurses per character) matches at most {}", k, xp[k].size(), pattern.size(),
-               budget / per_char);
+      ctx.fail(
+          "element {} has {} bytes; with this {}-byte pattern the regex engine (std::regex, "
+          "which recurses per character) matches at most {}",
+          k, xp[k].size(), pattern.size(), budget / per_char);
     try {
       yp[k] = std::regex_match(utf8_to_wide(xp[k]), re) ? 1 : 0;
     } catch (const std::regex_error& e) {

@@ -326,8 +326,9 @@ void range_kernel(KernelContext& ctx) {
       // Every value lies in [start, limit), but k * delta alone may pass int64 (start near
       // INT64_MIN, delta 2^62): add in uint64, which wraps to the right value.
       for (int64_t k = 0; k < y.numel(); ++k)
-        p[k] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(start) +
-                                                   static_cast<uint64_t>(k) * static_cast<uint64_t>(delta)));
+        p[k] = static_cast<T>(
+            static_cast<int64_t>(static_cast<uint64_t>(start) +
+                                 static_cast<uint64_t>(k) * static_cast<uint64_t>(delta)));
     } else {
       double start = scalar_double(ctx.input(0), "start"), delta = scalar_double(ctx.input(2), "delta");
       for (int64_t k = 0; k < y.numel(); ++k) p[k] = from_double<T>(start + static_cast<double>(k) * delta);

@@ -5,8 +5,8 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <type_traits>
@@ -229,8 +229,10 @@ inline UniqueGroups unique_of(const Tensor& x, int64_t axis, bool sorted) {
   if (axis >= 0) {
     rows = x.dim(static_cast<size_t>(axis));
     if (x.numel() == 0 && rows > kMaxEmptySlices)
-      fail_runtime("Unique of the empty input {} along axis {} would group {} empty slices (onyx "
-                   "allows at most {})", dims_str(x.dims()), axis, rows, kMaxEmptySlices);
+      fail_runtime(
+          "Unique of the empty input {} along axis {} would group {} empty slices (onyx "
+          "allows at most {})",
+          dims_str(x.dims()), axis, rows, kMaxEmptySlices);
     if (x.numel() == 0) outer = inner = 0;  // the other extents may not multiply; no row is read
     for (size_t k = 0; k < static_cast<size_t>(axis); ++k) outer *= x.dim(k);
     for (size_t k = static_cast<size_t>(axis) + 1; k < x.rank(); ++k) inner *= x.dim(k);

@@ -33,7 +33,9 @@ inline bool next_index(std::vector<int64_t>& idx, const Dims& extent) {
 
 /// Product of `d`; throws onyx::Error on overflow (the extents of an empty tensor, or
 /// lists from attributes and inputs, are not bounded by any allocation).
-inline int64_t product(const Dims& d) { return checked_product(d, "a window extent"); }
+inline int64_t product(const Dims& d) {
+  return checked_product(d, "a window extent");
+}
 
 /// Sets in_size, out_size and kernel_size from in, out and kernel.
 inline void set_sizes(WindowGeom& g) {
@@ -49,7 +51,8 @@ inline std::pair<int64_t, int64_t> same_pads(const WindowGeom& g, size_t i, bool
   int64_t ek = checked_add(checked_mul(g.kernel[i] - 1, g.dilations[i], "the dilated kernel"), 1,
                            "the dilated kernel");
   int64_t total = std::max<int64_t>(
-      0, checked_sub(checked_add(checked_mul(g.out[i] - 1, g.strides[i], "the SAME pads"), ek, "the SAME pads"),
+      0, checked_sub(checked_add(checked_mul(g.out[i] - 1, g.strides[i], "the SAME pads"), ek,
+                                 "the SAME pads"),
                      g.in[i], "the SAME pads"));
   int64_t begin = upper ? total / 2 : total - total / 2;
   return {begin, total - begin};
@@ -57,8 +60,8 @@ inline std::pair<int64_t, int64_t> same_pads(const WindowGeom& g, size_t i, bool
 
 /// Per-kernel-position offsets (k_d * dilation_d) for each flat kernel index.
 inline std::vector<int64_t> kernel_offsets(const WindowGeom& g) {
-  std::vector<int64_t> offs(
-      checked_count({g.kernel_size, static_cast<int64_t>(g.nsp)}, "the kernel offsets (prod(kernel) * spatial rank)"));
+  std::vector<int64_t> offs(checked_count({g.kernel_size, static_cast<int64_t>(g.nsp)},
+                                          "the kernel offsets (prod(kernel) * spatial rank)"));
   std::vector<int64_t> k(g.nsp, 0);
   int64_t i = 0;
   do {
