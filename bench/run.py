@@ -225,11 +225,11 @@ def check_summary(c):
     for t, r in c["onyx"].items():
         if "error" in r:
             cells.add("onyx failed")
-            texts.append(f"{t} thread(s): onyx failed: {r['error']}")
+            texts.append(f"{tname(int(t))}: onyx failed: {r['error']}")
         elif not r["ok"]:
             cells.add("**NO**")
             bad = [f"{o['name']}: {o['note']}" for o in r["outputs"] if not o["ok"]]
-            texts.append(f"{t} thread(s): MISMATCH " + "; ".join(bad))
+            texts.append(f"{tname(int(t))}: MISMATCH " + "; ".join(bad))
     errs = [o["max_abs_err"] for r in c["onyx"].values() if "outputs" in r
             for o in r["outputs"] if o["max_abs_err"] is not None]
     worst = f"max abs err {max(errs):.2g}" if errs else ""
@@ -435,7 +435,7 @@ def write_markdown(path, res):
          f"| onyx | {res['onyx_commit']} (`{res['onyx']}`, CMake build type {res['build_type']}) |",
          f"| onnxruntime-node | {res['ort_version']} (Node {m['node']}), graph optimization level "
          f"`all`, CPU provider |",
-         f"| Protocol | {res['rounds']} interleaved rounds; per process {res['warmup']} warmup runs, "
+         f"| Protocol | {res['rounds']} interleaved round{'s' if res['rounds'] > 1 else ''}; per process {res['warmup']} warmup runs, "
          f"then at least {res['runs']} runs and {res['min_time']} s; every number is the median "
          f"over the rounds |",
          f"| Peak RSS baseline | `onyx --version` {res['baseline_rss_mib']['onyx']:.1f} MiB; Node "
@@ -499,7 +499,10 @@ def write_markdown(path, res):
         L.append("| " + " | ".join(cells) + " |")
     L.append("")
     problems = [(mr["name"], mr["match_text"]) for mr in res["models"] if not mr["outputs_match"]]
-    problems += [(mr["name"], e) for mr in res["models"] for e in mr["errors"]]
+    # A benchmark process that failed with the message the output check already shows adds
+    # nothing.
+    problems += [(mr["name"], e) for mr in res["models"] for e in mr["errors"]
+                 if e.split(": ", 2)[-1] not in mr["match_text"]]
     if problems:
         L += ["### Problems", ""] + [f"- **{n}**: {t}" for n, t in problems] + [""]
 
@@ -603,8 +606,8 @@ def main():
 
     notes = []
     if build_type(build) != "Release":
-        notes.append(f"{rel(build)} is a {build_type(build)} build, not Release: onyx's figures "
-                     "are not representative.")
+        notes.append(f"{rel(build)} is not a Release build (CMake build type: {build_type(build)}): "
+                     "onyx's figures are not representative.")
         print(f"note: {notes[-1]}", file=sys.stderr)
     t_start = time.time()
     want = set(a.only or [])
