@@ -12,6 +12,7 @@
 #include "format/value_io.h"
 #include "onyx/session.h"
 #include "tools/onyx/commands.h"
+#include "tools/onyx/session_flags.h"
 #include "tools/onyx/util.h"
 
 namespace onyx::cli {
@@ -20,6 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct RunArgs {
+  SessionFlags session;
   std::string model;
   FeedSpec feeds;
   std::string output_dir = ".";
@@ -43,11 +45,12 @@ int run_run(const RunArgs& a) {
   const auto format = a.output_format == "pb" ? format::ValueFormat::kPb : format::ValueFormat::kNpy;
   SessionOptions so;
   so.threads = a.threads;
+  apply_session_flags(a.session, so);
   auto t0 = std::chrono::steady_clock::now();
   auto session = Session::open(a.model, so);
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-  Feeds feeds = make_feeds(*session, a.feeds);
+  Feeds feeds = make_feeds(*session, a.feeds, so.max_tensor_bytes);
   if (!a.json)
     for (const auto& n : feeds.notes) std::cerr << "onyx: note: " << n << "\n";
 
@@ -164,6 +167,7 @@ Action add_run(CLI::App& app) {
   sub->add_option("--output-format", args->output_format, "npy (default) or pb")
       ->check(CLI::IsMember({"npy", "pb"}));
   sub->add_option("--threads", args->threads, "worker threads (default 1)")->transform(integer_in(1, 256));
+  add_session_flags(sub, args->session);
   sub->add_flag("--json", args->json, "print a JSON summary instead of text");
   return [args] { return run_run(*args); };
 }
