@@ -30,6 +30,7 @@ struct BenchArgs {
   int runs = 20;
   double min_time = 1.0;
   int threads = 1;
+  GraphOptimization optimize = GraphOptimization::kAll;
   std::string save_inputs;
   bool json = false;
 };
@@ -75,6 +76,7 @@ int run_bench(const BenchArgs& a) {
   if (a.runs < 1) fail_arg("--runs must be at least 1, got {}", a.runs);
   SessionOptions so;
   so.threads = a.threads;
+  so.optimize = a.optimize;
 
   // Cold start: what a process pays before its first answer.
   auto t0 = Clock::now();
@@ -146,6 +148,8 @@ int run_bench(const BenchArgs& a) {
     j["model"] = a.model;
     j["provider"] = "cpu";
     j["threads"] = a.threads;
+    for (const auto& [name, level] : optimize_levels())
+      if (level == a.optimize) j["optimize"] = name;
     j["inputs"] = inputs;
     j["cold"] = {{"open_ms", open_ms},          {"session_ms", session_ms}, {"load_ms", load_ms},
                  {"first_run_ms", first_ms}, {"total_ms", load_ms + first_ms}};
@@ -193,6 +197,8 @@ Action add_bench(CLI::App& app) {
   sub->add_option("--threads", args->threads, "worker threads (default 1)")->transform(integer_in(1, 256));
   sub->add_option("--save-inputs", args->save_inputs, "write the inputs used as DIR/<input name>.npy (for another runtime)");
   sub->add_flag("--json", args->json, "print the measurements as JSON");
+  sub->add_option("--optimize", args->optimize, "graph optimization: none, basic or all (default all)")
+      ->transform(CLI::CheckedTransformer(optimize_levels()));
   return [args] { return run_bench(*args); };
 }
 
