@@ -32,6 +32,7 @@ struct BenchArgs {
   int runs = 20;
   double min_time = 1.0;
   int threads = 1;
+  GraphOptimization optimize = GraphOptimization::kAll;
   std::string save_inputs;
   bool json = false;
 };
@@ -78,6 +79,7 @@ int run_bench(const BenchArgs& a) {
   SessionOptions so;
   so.threads = a.threads;
   apply_session_flags(a.session, so);
+  so.optimize = a.optimize;
 
   // Cold start: what a process pays before its first answer.
   auto t0 = Clock::now();
@@ -149,6 +151,8 @@ int run_bench(const BenchArgs& a) {
     j["model"] = a.model;
     j["provider"] = "cpu";
     j["threads"] = a.threads;
+    for (const auto& [name, level] : optimize_levels())
+      if (level == a.optimize) j["optimize"] = name;
     j["inputs"] = inputs;
     j["cold"] = {{"open_ms", open_ms},          {"session_ms", session_ms}, {"load_ms", load_ms},
                  {"first_run_ms", first_ms}, {"total_ms", load_ms + first_ms}};
@@ -197,6 +201,8 @@ Action add_bench(CLI::App& app) {
   add_session_flags(sub, args->session);
   sub->add_option("--save-inputs", args->save_inputs, "write the inputs used as DIR/<input name>.npy (for another runtime)");
   sub->add_flag("--json", args->json, "print the measurements as JSON");
+  sub->add_option("--optimize", args->optimize, "graph optimization: none, basic or all (default all)")
+      ->transform(CLI::CheckedTransformer(optimize_levels()));
   return [args] { return run_bench(*args); };
 }
 

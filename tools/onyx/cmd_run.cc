@@ -28,6 +28,9 @@ struct RunArgs {
   std::string output_format = "npy";
   int threads = 1;
   bool json = false;
+  GraphOptimization optimize = GraphOptimization::kAll;
+  bool optimize_given = false;
+  bool reference = false;
 };
 
 std::string kind_of(const Value& v) { return v.is_tensor() ? "tensor" : v.is_sequence() ? "sequence" : "none"; }
@@ -46,6 +49,8 @@ int run_run(const RunArgs& a) {
   SessionOptions so;
   so.threads = a.threads;
   apply_session_flags(a.session, so);
+  so.reference_kernels = a.reference;
+  so.optimize = a.optimize_given || !a.reference ? a.optimize : GraphOptimization::kNone;
   auto t0 = std::chrono::steady_clock::now();
   auto session = Session::open(a.model, so);
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -169,7 +174,14 @@ Action add_run(CLI::App& app) {
   sub->add_option("--threads", args->threads, "worker threads (default 1)")->transform(integer_in(1, 256));
   add_session_flags(sub, args->session);
   sub->add_flag("--json", args->json, "print a JSON summary instead of text");
-  return [args] { return run_run(*args); };
+  auto* opt = sub->add_option("--optimize", args->optimize, "graph optimization: none, basic or all (default all)")
+                  ->transform(CLI::CheckedTransformer(optimize_levels()));
+  sub->add_flag("--reference", args->reference,
+                "run on the reference kernels only, unoptimized (unless --optimize is given): the oracle");
+  return [args, opt] {
+    args->optimize_given = opt->count() > 0;
+    return run_run(*args);
+  };
 }
 
 }  // namespace onyx::cli
