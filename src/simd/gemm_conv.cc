@@ -1,11 +1,12 @@
 // The convolution GEMM (see gemm_conv.h), compiled once per SIMD target through Highway's
 // foreach_target.h; the code after HWY_ONCE is target-independent.
 //
-// Microkernel: MR rows of packed A (8 with 512-bit vectors, 6 with 256-bit, 4 with 128-bit)
+// Microkernel: MR row streams of A (8 with 512-bit vectors, 6 with 256-bit, 4 with 128-bit)
 // times one B panel of NR = 2 vectors of columns (or 1 vector for a narrow last panel),
-// 2 * MR accumulators in registers over the whole depth of the call. The loops: blocks of
-// MC rows (A block in L2), depth blocks of at most KC (the B micro-panel in L1), panels,
-// then strips, so a B micro-panel is reused by every strip of the row block. The epilogue
+// 2 * MR accumulators in registers over the whole depth of the call; a last strip of fewer
+// than MR rows repeats its last row (computed, never stored). The loops: blocks of MC rows
+// (A block in L2), depth blocks of at most KC (the B micro-panel in L1), panels, then
+// strips, so a B micro-panel is reused by every strip of the row block. The epilogue
 // (bias, residual, cheap activations) is applied to the registers before the only store;
 // exp/tanh/erf activations run on the stored MR x NR tile while it is in L1.
 #undef HWY_TARGET_INCLUDE
@@ -26,7 +27,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "simd/gemm_conv.h"
 
@@ -35,7 +35,7 @@ namespace onyx::simd {
 struct ConvGemmArgs {
   int64_t K;
   const float* a;
-  int64_t a_stride;
+  int64_t lda;
   int64_t m0, m1;
   BMatrix b;
   int64_t N;
@@ -115,30 +115,31 @@ HWY_INLINE const float* BRow(const float* b, size_t p, int64_t stride, const int
 }
 
 /// One MR x (NV vectors) tile of C over depth kc: c[mr x nr] (the valid part) gets the
-/// sum of a (packed strip at this depth) times the B micro-panel, finished as StoreTile
-/// says; row0/col0: the tile's place in C (for bias and z).
+/// sum of the A rows (a_rows[r][p], at this depth) times the B micro-panel, finished as
+/// StoreRow says; row0/col0: the tile's place in C (for bias and z).
 template <int NV, BMatrix::Layout kLayout>
-HWY_INLINE void Micro(size_t kc, const float* HWY_RESTRICT a, const float* b, int64_t bstride,
+HWY_INLINE void Micro(size_t kc, const float* const* a_rows, const float* b, int64_t bstride,
                       const int64_t* offs, float* c, int64_t ldc, size_t mr, size_t nr,
                       bool accumulate, const Epilogue* ep, int64_t row0, int64_t col0) {
   const DF d;
   const size_t L = hn::Lanes(d);
   VF acc0[kMR], acc1[kMR];
   for (size_t r = 0; r < kMR; ++r) acc0[r] = acc1[r] = hn::Zero(d);
+  const float* rows[kMR];
+  for (size_t r = 0; r < kMR; ++r) rows[r] = a_rows[r];
   for (size_t p = 0; p < kc; ++p) {
     const float* bp = BRow<kLayout>(b, p, bstride, offs);
     const VF b0 = hn::LoadU(d, bp);
     if constexpr (NV == 2) {
       const VF b1 = hn::LoadU(d, bp + L);
       for (size_t r = 0; r < kMR; ++r) {
-        const VF av = hn::Set(d, a[r]);
+        const VF av = hn::Set(d, rows[r][p]);
         acc0[r] = hn::MulAdd(av, b0, acc0[r]);
         acc1[r] = hn::MulAdd(av, b1, acc1[r]);
       }
     } else {
-      for (size_t r = 0; r < kMR; ++r) acc0[r] = hn::MulAdd(hn::Set(d, a[r]), b0, acc0[r]);
+      for (size_t r = 0; r < kMR; ++r) acc0[r] = hn::MulAdd(hn::Set(d, rows[r][p]), b0, acc0[r]);
     }
-    a += kMR;
   }
   const float* bias = ep && ep->bias ? ep->bias + row0 : nullptr;
   const float* z = ep && ep->z ? ep->z + row0 * ep->ldz + col0 : nullptr;
@@ -172,7 +173,7 @@ void GemmLayout(const ConvGemmArgs& g) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d)), NR = 2 * L;
   const int64_t mr = static_cast<int64_t>(kMR);
   const int64_t npanels = (g.N + NR - 1) / NR;
-  // Depth blocks: one when K is small, else near-equal blocks of at most kKC.
+  // Depth blocks of kKC.
   const int64_t kcb = kKC;
   for (int64_t ic = g.m0; ic < g.m1; ic += kMC) {
     const int64_t mc = std::min(kMC, g.m1 - ic);
@@ -195,9 +196,11 @@ void GemmLayout(const ConvGemmArgs& g) {
         const int64_t* offs = g.b.offs ? g.b.offs + pc : nullptr;
         for (int64_t s = 0; s * mr < mc; ++s) {
           const int64_t row = ic + s * mr;
-          const float* as = g.a + (row / mr) * g.a_stride + pc * mr;
-          float* cs = g.C + (row - g.m0) * g.ldc + col;
           const size_t rows = static_cast<size_t>(std::min(mr, g.m1 - row));
+          const float* as[kMR];
+          for (size_t r = 0; r < kMR; ++r)
+            as[r] = g.a + (row + static_cast<int64_t>(std::min(r, rows - 1))) * g.lda + pc;
+          float* cs = g.C + (row - g.m0) * g.ldc + col;
           if (nr > static_cast<size_t>(L))
             Micro<2, kLayout>(static_cast<size_t>(kc), as, bq, bstride, offs, cs, g.ldc, rows, nr,
                               acc, ep, row - g.m0, col);
@@ -261,21 +264,8 @@ int64_t conv_gemm_nr() {
   return 2 * conv_gemm_lanes();
 }
 
-std::vector<float> pack_a_strips(int64_t M, int64_t K, const float* A, int64_t lda) {
-  const int64_t mr = conv_gemm_mr(), strips = (M + mr - 1) / mr;
-  std::vector<float> out(static_cast<size_t>(strips * K * mr), 0.0f);
-  for (int64_t s = 0; s < strips; ++s)
-    for (int64_t r = 0; r < mr && s * mr + r < M; ++r) {
-      const float* src = A + (s * mr + r) * lda;
-      float* dst = out.data() + s * K * mr + r;
-      for (int64_t p = 0; p < K; ++p) dst[p * mr] = src[p];
-    }
-  return out;
-}
-
-void conv_gemm(int64_t K, const float* a, int64_t a_stride, int64_t m0, int64_t m1,
-               const BMatrix& b, int64_t N, float* C, int64_t ldc, bool accumulate,
-               const Epilogue* ep) {
+void conv_gemm(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const BMatrix& b,
+               int64_t N, float* C, int64_t ldc, bool accumulate, const Epilogue* ep) {
   if (m1 <= m0 || N <= 0) return;
   if (K == 0) {  // an empty sum: C keeps its value (or 0), then the epilogue
     if (!accumulate)
@@ -283,7 +273,7 @@ void conv_gemm(int64_t K, const float* a, int64_t a_stride, int64_t m0, int64_t 
     if (ep) apply_epilogue(C, m1 - m0, N, ldc, *ep);
     return;
   }
-  const ConvGemmArgs g{K, a, a_stride, m0, m1, b, N, C, ldc, accumulate, ep};
+  const ConvGemmArgs g{K, a, lda, m0, m1, b, N, C, ldc, accumulate, ep};
   HWY_DYNAMIC_DISPATCH(ConvGemm)(g);
 }
 

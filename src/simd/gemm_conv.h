@@ -1,27 +1,23 @@
 // The GEMM of the convolution kernels: C[M x N] = A[M x K] * B[K x N] with A (the weights)
-// packed once at planning into row strips, B in one of three layouts (im2col panels, rows
-// of a matrix read in place, or rows at arbitrary offsets of a padded image: an implicit
-// im2col), and the fused epilogue (bias, residual, activation) applied while the output
-// tile is in registers. Single-threaded per call: the conv kernels thread over calls.
+// read in place, row-major, MR row streams at a time, B in one of three layouts (im2col
+// panels, rows of a matrix read in place, or rows at arbitrary offsets of a padded image:
+// an implicit im2col), and the fused epilogue (bias, residual, activation) applied while
+// the output tile is in registers. Single-threaded per call: the conv kernels thread over
+// calls.
 // Natively the widest SIMD target of the CPU is chosen at run time; SIMD128 in WebAssembly.
 #pragma once
 #include <cstdint>
-#include <vector>
 
 #include "simd/conv_epilogue.h"
 
 namespace onyx::simd {
 
-/// Rows of one packed A strip on the SIMD target of this process.
+/// Rows of C one microkernel call computes on the SIMD target of this process.
 int64_t conv_gemm_mr();
 /// Columns of one B panel (two vectors) on the SIMD target of this process.
 int64_t conv_gemm_nr();
 /// Floats one vector holds on this target.
 int64_t conv_gemm_lanes();
-
-/// Packs rows [0, M) of A (row-major, lda >= K) into strips [ceil(M / MR)][K][MR] (rows
-/// past M zero): strip s, depth p, row r is at s * K * MR + p * MR + r.
-std::vector<float> pack_a_strips(int64_t M, int64_t K, const float* A, int64_t lda);
 
 /// Where row p, columns [j, j + NR) of B start. Panels: data + (j / NR) * panel_stride +
 /// p * NR (im2col output, columns past N zero). Rows: data + p * ld + j (a row-major
@@ -36,14 +32,12 @@ struct BMatrix {
   const int64_t* offs = nullptr;
 };
 
-/// Rows [m0, m1) (m0 a multiple of MR) and columns [0, N) of the product of depths
-/// [0, K) of the packed strips `a` (strip s at a + s * a_stride, already offset to depth 0
-/// of this call) and B, written to C: row m at C + (m - m0) * ldc. accumulate: add to C
-/// instead of overwriting it (the later depth blocks of a longer sum). ep: the epilogue,
-/// applied by the call that adds the last depth block (null: none); its bias and z are
-/// indexed like C, from row m0.
-void conv_gemm(int64_t K, const float* a, int64_t a_stride, int64_t m0, int64_t m1,
-               const BMatrix& b, int64_t N, float* C, int64_t ldc, bool accumulate,
-               const Epilogue* ep);
+/// Rows [m0, m1) and columns [0, N) of the product of A (row-major: row m, depth p at
+/// a[m * lda + p], a already at depth 0 of this call) and B over depths [0, K), written to
+/// C: row m at C + (m - m0) * ldc. accumulate: add to C instead of overwriting it (the
+/// later depth blocks of a longer sum). ep: the epilogue, applied by the call that adds the
+/// last depth block (null: none); its bias and z are indexed like C, from row m0.
+void conv_gemm(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const BMatrix& b,
+               int64_t N, float* C, int64_t ldc, bool accumulate, const Epilogue* ep);
 
 }  // namespace onyx::simd

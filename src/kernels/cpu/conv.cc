@@ -17,19 +17,6 @@
 
 namespace onyx::kernels::cpu {
 
-PackedW pack_conv_weights(const float* w, int64_t group, int64_t mg, int64_t kdepth) {
-  const int64_t mr = simd::conv_gemm_mr(), strips = (mg + mr - 1) / mr;
-  PackedW p;
-  p.strip_stride = kdepth * mr;
-  p.group_stride = strips * p.strip_stride;
-  p.data.resize(static_cast<size_t>(group * p.group_stride));
-  for (int64_t gi = 0; gi < group; ++gi) {
-    std::vector<float> s = simd::pack_a_strips(mg, kdepth, w + gi * mg * kdepth, kdepth);
-    std::copy(s.begin(), s.end(), p.data.begin() + gi * p.group_stride);
-  }
-  return p;
-}
-
 void conv_parallel(ThreadPool* pool, int64_t n, double work,
                    const std::function<void(int64_t, int64_t)>& fn) {
   // Below about a million multiply-adds (tens of microseconds) waking the workers costs
@@ -106,11 +93,9 @@ class ConvKernel final : public Kernel {
   std::string auto_pad_;
   simd::Activation act_;
   bool w_const_ = false;
-  Dims w_dims_;
-  PackedW packed_;
+  Tensor w_;  ///< a constant W, sharing the model's buffer: the GEMM and depthwise read it
   bool has_wino_ = false;
   WinogradW wino_;
-  std::vector<float> w_copy_;  // a constant W as given (depthwise reads it in place)
 };
 
 bool ConvKernel::init(const KernelInit& init) {
@@ -131,23 +116,18 @@ bool ConvKernel::init(const KernelInit& init) {
   if (!w) return true;  // packed on every run
   if (w->dtype() != DType::kFloat || w->rank() < 3 || w->dim(0) % group_ != 0) return false;
   w_const_ = true;
-  w_dims_ = w->dims();
-  const int64_t maps = w_dims_[0], cg = w_dims_[1], mg = maps / group_;
-  int64_t ks = 1;
-  for (size_t d = 2; d < w_dims_.size(); ++d) ks *= w_dims_[d];
-  const float* wp = w->data<float>();
-  const bool is2d = w_dims_.size() == 4;
-  if (is2d && cg == 1) {
-    w_copy_.assign(wp, wp + w->numel());
-    return true;
-  }
-  packed_ = pack_conv_weights(wp, group_, mg, cg * ks);
+  w_ = *w;
+  const Dims& wd = w_.dims();
+  const int64_t maps = wd[0], cg = wd[1], mg = maps / group_;
+  const float* wp = w_.data<float>();
+  const bool is2d = wd.size() == 4;
+  if (is2d && cg == 1) return true;  // depthwise
   // Winograd's 4x larger weights are made only for the kernels it may take.
   auto ones = [](const std::vector<int64_t>& v) {
     return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
   };
   const bool unit = ones(strides_) && ones(dilations_);
-  if (is2d && w_dims_[2] == 3 && w_dims_[3] == 3 && unit) {
+  if (is2d && wd[2] == 3 && wd[3] == 3 && unit) {
     ConvShape probe;
     probe.g.nsp = 2;
     probe.g.kernel = {3, 3};
@@ -190,7 +170,7 @@ bool ConvKernel::shape_of(KernelContext& ctx, ConvShape& s) const {
   const Dims& wd = w.dims();
   const Dims& yd = y.dims();
   if (xd.size() < 3 || wd.size() != xd.size() || yd.size() != xd.size()) return false;
-  if (w_const_ && wd != w_dims_) return false;
+  if (w_const_ && wd != w_.dims()) return false;
   const size_t nsp = xd.size() - 2;
   s.batch = xd[0];
   s.channels = xd[1];
@@ -280,7 +260,7 @@ void ConvKernel::run(KernelContext& ctx) const {
     }
     return;
   }
-  const float* wp = w_const_ ? nullptr : ctx.input(1).data<float>();
+  const float* wp = w_const_ ? w_.data<float>() : ctx.input(1).data<float>();
   switch (choose(s, w_const_)) {
     case Algo::kDepthwise: {
       const WindowGeom& g = s.g;
@@ -291,7 +271,7 @@ void ConvKernel::run(KernelContext& ctx) const {
       a.x = io.x;
       a.ih = g.in[0];
       a.iw = g.in[1];
-      a.w = w_const_ ? w_copy_.data() : wp;
+      a.w = wp;
       a.kh = g.kernel[0];
       a.kw = g.kernel[1];
       a.sh = g.strides[0];
@@ -313,12 +293,7 @@ void ConvKernel::run(KernelContext& ctx) const {
       conv_winograd(s, wino_, io, pool);
       return;
     case Algo::kIm2col:
-      if (w_const_) {
-        conv_im2col_gemm(s, packed_, io, pool);
-      } else {
-        const PackedW p = pack_conv_weights(wp, s.group, s.mg, s.kdepth);
-        conv_im2col_gemm(s, p, io, pool);
-      }
+      conv_im2col_gemm(s, wp, io, pool);
       return;
   }
 }

@@ -12,8 +12,8 @@
 //    (conv_winograd.cc);
 //  - direct 2-D loops for one input channel per group (depthwise, channel multipliers,
 //    the C = 1 first layer of a CNN): src/simd/depthwise.cc.
-// W (when constant) is packed once at planning into the GEMM's row strips
-// (simd::pack_a_strips) and, for Winograd, transformed once.
+// The GEMM reads W in place (the model's buffer, row m = output channel); Winograd's
+// transformed W is made once at planning.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -47,16 +47,6 @@ struct ConvIO {
   simd::Activation act;
 };
 
-/// W as packed GEMM strips, one block of `group_stride` floats per group.
-struct PackedW {
-  std::vector<float> data;
-  int64_t group_stride = 0;  ///< floats per group
-  int64_t strip_stride = 0;  ///< floats per strip (kdepth * MR)
-};
-
-/// Packs W [maps, kdepth] group by group (rows gi * mg .. (gi + 1) * mg) into strips.
-PackedW pack_conv_weights(const float* w, int64_t group, int64_t mg, int64_t kdepth);
-
 /// Runs of tile columns that share every output coordinate but the last: segment i
 /// covers tile columns [jj0, jj0 + len) whose last output coordinate starts at o_last,
 /// and base[i * (nsp - 1) + d] = o_d * stride_d - pad_d for the leading axes.
@@ -82,7 +72,7 @@ inline int64_t flat_index(const int64_t* base, const int64_t* offs, const Dims& 
 /// simd::conv_gemm with B = a row-major [K x N] matrix read in place (row stride ldb); the
 /// last N % NR columns go through a zero-padded panel in `scratch` so no read passes the
 /// matrix's end.
-void gemm_rows_in_place(int64_t K, const float* a, int64_t a_stride, int64_t m0, int64_t m1,
+void gemm_rows_in_place(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1,
                         const float* b, int64_t ldb, int64_t N, float* c, int64_t ldc,
                         const simd::Epilogue* ep, std::vector<float>& scratch);
 
@@ -91,18 +81,18 @@ void gemm_rows_in_place(int64_t K, const float* a, int64_t a_stride, int64_t m0,
 void conv_parallel(ThreadPool* pool, int64_t n, double work,
                    const std::function<void(int64_t, int64_t)>& fn);
 
-/// im2col + GEMM (any rank; pointwise convolutions read X in place). conv_im2col.cc.
-void conv_im2col_gemm(const ConvShape& s, const PackedW& w, const ConvIO& io, ThreadPool* pool);
+/// im2col + GEMM (any rank; pointwise convolutions read X in place); w is W as given
+/// ([maps, kdepth] row-major). conv_im2col.cc.
+void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool);
 
 /// True when conv_winograd takes the shape (2-D, 3x3, stride 1, dilation 1) and is worth it.
 bool winograd_suits(const ConvShape& s);
 /// The transformed weights of Winograd F(4x4, 3x3): per group, per transform position
-/// xi in [0, 36), the [mg x cg] matrix G w G^T as GEMM strips. conv_winograd.cc.
+/// xi in [0, 36), the row-major [mg x cg] matrix of (G w G^T)[xi]. conv_winograd.cc.
 struct WinogradW {
   std::vector<float> data;
-  int64_t xi_stride = 0;     ///< floats per transform position (one packed [mg x cg])
+  int64_t xi_stride = 0;     ///< floats per transform position (mg * cg)
   int64_t group_stride = 0;  ///< floats per group (36 * xi_stride)
-  int64_t strip_stride = 0;  ///< cg * MR
 };
 WinogradW winograd_weights(const float* w, int64_t group, int64_t mg, int64_t cg);
 void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, ThreadPool* pool);

@@ -114,13 +114,13 @@ void tile_segments(const WindowGeom& g, int64_t j0, int64_t nt, Segments& seg) {
   }
 }
 
-void gemm_rows_in_place(int64_t K, const float* a, int64_t a_stride, int64_t m0, int64_t m1,
+void gemm_rows_in_place(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1,
                         const float* b, int64_t ldb, int64_t N, float* c, int64_t ldc,
                         const simd::Epilogue* ep, std::vector<float>& scratch) {
   const int64_t nr = simd::conv_gemm_nr(), full = N - N % nr;
   if (full > 0) {
     const simd::BMatrix bm{simd::BMatrix::Layout::kRows, b, ldb, nullptr};
-    simd::conv_gemm(K, a, a_stride, m0, m1, bm, full, c, ldc, false, ep);
+    simd::conv_gemm(K, a, lda, m0, m1, bm, full, c, ldc, false, ep);
   }
   if (full == N) return;
   if (static_cast<int64_t>(scratch.size()) < K * nr) scratch.resize(static_cast<size_t>(K * nr));
@@ -136,10 +136,10 @@ void gemm_rows_in_place(int64_t K, const float* a, int64_t a_stride, int64_t m0,
     if (et.z) et.z += full;
   }
   const simd::BMatrix bm{simd::BMatrix::Layout::kPanels, pan, K * nr, nullptr};
-  simd::conv_gemm(K, a, a_stride, m0, m1, bm, N - full, c + full, ldc, false, ep ? &et : nullptr);
+  simd::conv_gemm(K, a, lda, m0, m1, bm, N - full, c + full, ldc, false, ep ? &et : nullptr);
 }
 
-void conv_im2col_gemm(const ConvShape& s, const PackedW& w, const ConvIO& io, ThreadPool* pool) {
+void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool) {
   const WindowGeom& g = s.g;
   const int64_t K = s.kdepth, OS = g.out_size;
   const int64_t nr = simd::conv_gemm_nr(), mr = simd::conv_gemm_mr();
@@ -174,7 +174,7 @@ void conv_im2col_gemm(const ConvShape& s, const PackedW& w, const ConvIO& io, Th
       const int64_t j0 = tile * nt, cols = std::min(nt, OS - j0);
       const float* xg = io.x + (n * s.channels + gi * s.cg) * g.in_size;
       float* yg = io.y + (n * s.maps + gi * s.mg) * OS;
-      const float* wg = w.data.data() + gi * w.group_stride;
+      const float* wg = w + gi * s.mg * K;
       simd::Epilogue ep;
       ep.bias = io.bias ? io.bias + gi * s.mg + m0 : nullptr;
       ep.z = io.z ? io.z + (n * s.maps + gi * s.mg + m0) * OS + j0 : nullptr;
@@ -182,8 +182,7 @@ void conv_im2col_gemm(const ConvShape& s, const PackedW& w, const ConvIO& io, Th
       ep.ldz = OS;
       ep.act = io.act;
       if (pointwise) {
-        gemm_rows_in_place(K, wg, w.strip_stride, m0, m1, xg + j0, g.in_size, cols, yt, OS, &ep,
-                           panels);
+        gemm_rows_in_place(K, wg, K, m0, m1, xg + j0, g.in_size, cols, yt, OS, &ep, panels);
         continue;
       }
       tile_segments(g, j0, cols, seg);
@@ -192,7 +191,7 @@ void conv_im2col_gemm(const ConvShape& s, const PackedW& w, const ConvIO& io, Th
         im2col_block(g, xg, koffs, seg, cols, p0, p1, nr, panels.data());
         const simd::BMatrix b{simd::BMatrix::Layout::kPanels, panels.data(), (p1 - p0) * nr,
                               nullptr};
-        simd::conv_gemm(p1 - p0, wg + p0 * mr, w.strip_stride, m0, m1, b, cols, yt, OS, p0 > 0,
+        simd::conv_gemm(p1 - p0, wg + p0, K, m0, m1, b, cols, yt, OS, p0 > 0,
                         p1 == K ? &ep : nullptr);
       }
     }

@@ -20,33 +20,17 @@ namespace {
 
 constexpr int64_t kColFloats = 1 << 16;  // the col block of one task: 256 KiB
 
-int64_t gcd(int64_t a, int64_t b) {
-  while (b) {
-    const int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
-/// W [C, Mg, k...] as per-group strips of W_g^T: row m * K + k, column c is W[gi*Cg + c][m][k].
-PackedW pack_transposed(const float* w, int64_t group, int64_t cg, int64_t mg, int64_t ks) {
+/// W [C, Mg, k...] as the row-major W_g^T of each group, [group][Mg * K][Cg]: row m * K + k,
+/// column c is W[gi * Cg + c][m][k].
+std::vector<float> transpose_weights(const float* w, int64_t group, int64_t cg, int64_t mg,
+                                     int64_t ks) {
   const int64_t rows = mg * ks;
-  std::vector<float> t(static_cast<size_t>(rows * cg));
-  PackedW out;
-  for (int64_t gi = 0; gi < group; ++gi) {
+  std::vector<float> t(static_cast<size_t>(group * rows * cg));
+  for (int64_t gi = 0; gi < group; ++gi)
     for (int64_t c = 0; c < cg; ++c)
       for (int64_t r = 0; r < rows; ++r)
-        t[static_cast<size_t>(r * cg + c)] = w[(gi * cg + c) * rows + r];
-    std::vector<float> s = simd::pack_a_strips(rows, cg, t.data(), cg);
-    if (gi == 0) {
-      out.group_stride = static_cast<int64_t>(s.size());
-      out.strip_stride = cg * simd::conv_gemm_mr();
-      out.data.resize(static_cast<size_t>(group * out.group_stride));
-    }
-    std::copy(s.begin(), s.end(), out.data.begin() + gi * out.group_stride);
-  }
-  return out;
+        t[static_cast<size_t>((gi * rows + r) * cg + c)] = w[(gi * cg + c) * rows + r];
+  return t;
 }
 
 class ConvTransposeKernel final : public Kernel {
@@ -67,7 +51,7 @@ class ConvTransposeKernel final : public Kernel {
   std::string auto_pad_;
   bool w_const_ = false;
   Dims w_dims_;
-  PackedW packed_;
+  std::vector<float> wt_;  ///< W_g^T of each group
 };
 
 bool ConvTransposeKernel::init(const KernelInit& init) {
@@ -91,7 +75,7 @@ bool ConvTransposeKernel::init(const KernelInit& init) {
   w_dims_ = w->dims();
   int64_t ks = 1;
   for (size_t d = 2; d < w_dims_.size(); ++d) ks *= w_dims_[d];
-  packed_ = pack_transposed(w->data<float>(), group_, w_dims_[0] / group_, w_dims_[1], ks);
+  wt_ = transpose_weights(w->data<float>(), group_, w_dims_[0] / group_, w_dims_[1], ks);
   return true;
 }
 
@@ -162,18 +146,15 @@ void ConvTransposeKernel::run(KernelContext& ctx) const {
   const float* bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
   float* y = yt.data<float>();
   const int64_t ks = g.kernel_size, cg = s.cg, mg = s.mg, IS = g.in_size, OS = g.out_size;
-  PackedW local;
-  if (!w_const_) local = pack_transposed(ctx.input(1).data<float>(), s.group, cg, mg, ks);
-  const PackedW& w = w_const_ ? packed_ : local;
-  const int64_t mr = simd::conv_gemm_mr();
-  // Channel blocks whose first GEMM row (m * ks) starts a strip.
-  const int64_t q = mr / gcd(mr, ks);
+  std::vector<float> local;
+  if (!w_const_) local = transpose_weights(ctx.input(1).data<float>(), s.group, cg, mg, ks);
+  const float* wt = w_const_ ? wt_.data() : local.data();
   const int64_t threads = ctx.pool() ? ctx.pool()->size() : 1;
   const int64_t units = s.batch * s.group;
-  int64_t per = (mg + q - 1) / q * q;  // channels per task
+  int64_t per = mg;  // output channels per task
   if (threads > 1 && units < 3 * threads) {
-    const int64_t parts = std::min((mg + q - 1) / q, (3 * threads + units - 1) / units);
-    per = ((mg + parts - 1) / parts + q - 1) / q * q;
+    const int64_t parts = std::min(mg, (3 * threads + units - 1) / units);
+    per = (mg + parts - 1) / parts;
   }
   const int64_t mblocks = (mg + per - 1) / per;
   const int64_t nt = std::clamp(kColFloats / std::max<int64_t>(per * ks, 1), int64_t(16),
@@ -200,11 +181,11 @@ void ConvTransposeKernel::run(KernelContext& ctx) const {
       float* yg = y + (n * s.maps + gi * mg) * OS;
       for (int64_t m = c0; m < c1; ++m)
         std::fill(yg + m * OS, yg + (m + 1) * OS, bias ? bias[gi * mg + m] : 0.0f);
-      const float* wg = w.data.data() + gi * w.group_stride;
+      const float* wg = wt + gi * mg * ks * cg;
       for (int64_t j0 = 0; j0 < IS; j0 += nt) {
         const int64_t cols = std::min(nt, IS - j0);
-        gemm_rows_in_place(cg, wg, w.strip_stride, c0 * ks, c1 * ks, xg + j0, IS, cols, col.data(),
-                           cols, nullptr, scratch);
+        gemm_rows_in_place(cg, wg, cg, c0 * ks, c1 * ks, xg + j0, IS, cols, col.data(), cols,
+                           nullptr, scratch);
         tile_segments(sg, j0, cols, seg);
         const size_t nseg = seg.jj0.size();
         for (int64_t m = c0; m < c1; ++m) {

@@ -40,20 +40,17 @@ bool winograd_suits(const ConvShape& s) {
 }
 
 WinogradW winograd_weights(const float* w, int64_t group, int64_t mg, int64_t cg) {
-  const int64_t mr = simd::conv_gemm_mr(), strips = (mg + mr - 1) / mr;
   WinogradW out;
-  out.strip_stride = cg * mr;
-  out.xi_stride = strips * cg * mr;
+  out.xi_stride = mg * cg;
   out.group_stride = kXi * out.xi_stride;
-  out.data.assign(static_cast<size_t>(group * out.group_stride), 0.0f);
+  out.data.resize(static_cast<size_t>(group * out.group_stride));
   double u[kXi];
   for (int64_t gi = 0; gi < group; ++gi)
     for (int64_t m = 0; m < mg; ++m)
       for (int64_t c = 0; c < cg; ++c) {
         simd::winograd_kernel(w + ((gi * mg + m) * cg + c) * 9, u);
         for (int64_t xi = 0; xi < kXi; ++xi)
-          out.data[static_cast<size_t>(gi * out.group_stride + xi * out.xi_stride +
-                                       (m / mr) * out.strip_stride + c * mr + m % mr)] =
+          out.data[static_cast<size_t>(gi * out.group_stride + xi * out.xi_stride + m * cg + c)] =
               static_cast<float>(u[xi]);
       }
   return out;
@@ -146,8 +143,7 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
         const simd::BMatrix b{simd::BMatrix::Layout::kPanels, vbuf.data() + xi * v_xi, cg * nr,
                               nullptr};
         float* c0 = mbuf.data() + xi * m_xi;  // row m0 at the start of its block
-        simd::conv_gemm(cg, wg + xi * w.xi_stride, w.strip_stride, m0, m1, b, ntiles, c0, m_ld,
-                        false, nullptr);
+        simd::conv_gemm(cg, wg + xi * w.xi_stride, cg, m0, m1, b, ntiles, c0, m_ld, false, nullptr);
       }
       // 3. Output transform and epilogue.
       for (int64_t m = m0; m < m1; ++m) {
