@@ -6,5 +6,6 @@
 namespace onyx::kernels::cpu {
 
 void register_views(Registry& r);  // views.cc
+void register_conv(Registry& r);   // conv.cc (Conv, FusedConv), conv_transpose.cc
 
 }  // namespace onyx::kernels::cpu
