@@ -736,6 +736,19 @@ bool parse_activation(std::string_view name, Activation* out) {
   return false;
 }
 
+bool set_activation(std::string_view name, const std::vector<float>& params, Epilogue* ep) {
+  Activation a;
+  if (!parse_activation(name, &a)) return false;
+  const size_t want = a == Activation::kClip || a == Activation::kHardSigmoid ? 2
+                      : a == Activation::kLeakyRelu                           ? 1
+                                                                              : 0;
+  if (params.size() != want) return false;
+  ep->act = a;
+  ep->p0 = want > 0 ? params[0] : 0.0f;
+  ep->p1 = want > 1 ? params[1] : 0.0f;
+  return true;
+}
+
 void activation_inplace(const Epilogue& ep, float* x, int64_t n) {
   if (ep.act != Activation::kNone) HWY_DYNAMIC_DISPATCH(ActivationInplace)(ep, x, n);
 }

@@ -51,6 +51,12 @@ struct Epilogue {
   float p0 = 0.0f, p1 = 0.0f;  ///< activation parameters (see Activation)
 };
 
+/// Sets ep's activation from a fused op's `activation` name and `activation_params`;
+/// false (ep unchanged) when the name is not one of parse_activation's or the parameter
+/// count is not the one the activation takes (Clip: min, max; LeakyRelu: alpha;
+/// HardSigmoid: alpha, beta; the others: none).
+bool set_activation(std::string_view name, const std::vector<float>& params, Epilogue* ep);
+
 /// x[i] = act(x[i]) for the activation of `ep` (its biases and residual are not used).
 void activation_inplace(const Epilogue& ep, float* x, int64_t n);
 

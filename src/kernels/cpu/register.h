@@ -5,6 +5,7 @@
 
 namespace onyx::kernels::cpu {
 
-void register_views(Registry& r);  // views.cc
+void register_views(Registry& r);   // views.cc
+void register_matmul(Registry& r);  // matmul.cc: MatMul, Gemm, FusedMatMul, FusedGemm
 
 }  // namespace onyx::kernels::cpu
