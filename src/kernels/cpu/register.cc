@@ -5,6 +5,7 @@ namespace onyx::kernels {
 void register_cpu(Registry& r) {
   cpu::register_views(r);
   cpu::register_conv(r);
+  cpu::register_matmul(r);
 }
 
 }  // namespace onyx::kernels

@@ -7,5 +7,6 @@ namespace onyx::kernels::cpu {
 
 void register_views(Registry& r);  // views.cc
 void register_conv(Registry& r);   // conv.cc (Conv, FusedConv), conv_transpose.cc
+void register_matmul(Registry& r);  // matmul.cc: MatMul, Gemm, FusedMatMul, FusedGemm
 
 }  // namespace onyx::kernels::cpu
