@@ -4,6 +4,8 @@ namespace onyx::kernels {
 
 void register_cpu(Registry& r) {
   cpu::register_views(r);
+  cpu::register_elementwise(r);
+  cpu::register_activation(r);
 }
 
 }  // namespace onyx::kernels

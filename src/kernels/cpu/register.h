@@ -5,6 +5,8 @@
 
 namespace onyx::kernels::cpu {
 
-void register_views(Registry& r);  // views.cc
+void register_views(Registry& r);        // views.cc
+void register_elementwise(Registry& r);  // elementwise.cc: broadcast binary ops, Pow
+void register_activation(Registry& r);   // activation.cc: unary math and activations
 
 }  // namespace onyx::kernels::cpu
