@@ -28,6 +28,19 @@ namespace onyx::simd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+/// max(m, v) where a NaN on either side gives NaN (folding a window or a row: once m is
+/// NaN it stays).
+template <class V>
+HWY_INLINE V MaxNaN(V m, V v) {
+  return hn::IfThenElse(hn::Or(hn::Lt(m, v), hn::IsNaN(v)), v, m);
+}
+
+/// min(m, v) where a NaN on either side gives NaN.
+template <class V>
+HWY_INLINE V MinNaN(V m, V v) {
+  return hn::IfThenElse(hn::Or(hn::Lt(v, m), hn::IsNaN(v)), v, m);
+}
+
 /// e^x over all floats: 0 below -104 (where every float result underflows), +inf above
 /// 88.72, NaN for NaN.
 template <class D, class V>

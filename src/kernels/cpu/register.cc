@@ -6,6 +6,9 @@ void register_cpu(Registry& r) {
   cpu::register_views(r);
   cpu::register_elementwise(r);
   cpu::register_activation(r);
+  cpu::register_softmax(r);
+  cpu::register_norm(r);
+  cpu::register_reduce(r);
 }
 
 }  // namespace onyx::kernels

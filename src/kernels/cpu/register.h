@@ -8,5 +8,8 @@ namespace onyx::kernels::cpu {
 void register_views(Registry& r);        // views.cc
 void register_elementwise(Registry& r);  // elementwise.cc: broadcast binary ops, Pow
 void register_activation(Registry& r);   // activation.cc: unary math and activations
+void register_softmax(Registry& r);      // softmax.cc: Softmax, LogSoftmax
+void register_norm(Registry& r);         // norm.cc: Layer/Batch/Instance/GroupNormalization
+void register_reduce(Registry& r);       // reduce.cc: ReduceSum/Mean/Max/Min
 
 }  // namespace onyx::kernels::cpu
