@@ -9,6 +9,7 @@ void register_cpu(Registry& r) {
   cpu::register_softmax(r);
   cpu::register_norm(r);
   cpu::register_reduce(r);
+  cpu::register_pool(r);
 }
 
 }  // namespace onyx::kernels

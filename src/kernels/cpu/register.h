@@ -11,5 +11,6 @@ void register_activation(Registry& r);   // activation.cc: unary math and activa
 void register_softmax(Registry& r);      // softmax.cc: Softmax, LogSoftmax
 void register_norm(Registry& r);         // norm.cc: Layer/Batch/Instance/GroupNormalization
 void register_reduce(Registry& r);       // reduce.cc: ReduceSum/Mean/Max/Min
+void register_pool(Registry& r);         // pool.cc: MaxPool, AveragePool, global pools
 
 }  // namespace onyx::kernels::cpu

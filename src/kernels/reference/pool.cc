@@ -8,7 +8,6 @@
 
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/window.h"
-#include "kernels/cpu/pool.h"
 #include "kernels/registry.h"
 
 namespace onyx::kernels {
@@ -105,8 +104,6 @@ void max_pool_typed(KernelContext& ctx) {
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
   int64_t* ip = ind ? ind->data<int64_t>() : nullptr;
-  if constexpr (std::is_same_v<T, float>)
-    if (!ip && ctx.fast_paths() && cpu::max_pool2d_f32(g, planes, xp, yp)) return;
   using A = acc_t<T>;
   Windows win = build_windows(g);
   for (int64_t pl = 0; pl < planes; ++pl) {

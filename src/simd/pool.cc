@@ -1,0 +1,126 @@
+// Pooling rows (see pool.h), compiled once per SIMD target through Highway's
+// foreach_target.h.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/pool.cc"
+#if defined(__EMSCRIPTEN__) && !defined(HWY_COMPILE_ONLY_STATIC)
+#define HWY_COMPILE_ONLY_STATIC 1
+#endif
+// clang-format off
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include "simd/math-inl.h"
+// clang-format on
+
+#include "simd/pool.h"
+
+#include <algorithm>
+#include <cmath>
+
+HWY_BEFORE_NAMESPACE();
+namespace onyx::simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+/// Outputs [o0, o1) with every tap inside the row, a vector of outputs at a time; the
+/// outputs past the last whole vector are left to the scalar loop (returns where it stopped).
+template <bool kMax, int64_t kStride>
+HWY_INLINE int64_t pool_vectors(const float* x, float* h, int64_t o0, int64_t o1, int64_t kw,
+                                int64_t pw, int64_t dw) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t ox = o0;
+  for (; ox + L <= o1; ox += L) {
+    const float* base = x + ox * kStride - pw;
+    VF acc = kMax ? hn::Set(d, -HUGE_VALF) : hn::Zero(d);
+    for (int64_t k = 0; k < kw; ++k) {
+      const float* p = base + k * dw;
+      VF v;
+#if HWY_TARGET == HWY_SCALAR
+      v = hn::LoadU(d, p);  // one lane: nothing to deinterleave
+#else
+      if constexpr (kStride == 1)
+        v = hn::LoadU(d, p);
+      else
+        v = hn::ConcatEven(d, hn::LoadU(d, p + L), hn::LoadU(d, p));
+#endif
+      acc = kMax ? MaxNaN(acc, v) : hn::Add(acc, v);
+    }
+    hn::StoreU(acc, d, h + ox);
+  }
+  return ox;
+}
+
+template <bool kMax>
+void pool_row_impl(const float* x, int64_t iw, float* h, int64_t ow, int64_t kw, int64_t sw,
+                   int64_t pw, int64_t dw) {
+  auto scalar = [&](int64_t ox) {
+    const int64_t base = ox * sw - pw;
+    float acc = kMax ? -HUGE_VALF : 0.0f;
+    for (int64_t k = 0; k < kw; ++k) {
+      const int64_t c = base + k * dw;
+      if (c < 0 || c >= iw) continue;
+      const float v = x[c];
+      if constexpr (kMax)
+        acc = (acc < v || v != v) ? v : acc;  // MaxNaN
+      else
+        acc += v;
+    }
+    h[ox] = acc;
+  };
+  // Outputs whose taps all lie inside: ox * sw >= pw and ox * sw - pw + (kw - 1) dw < iw.
+  const int64_t span = (kw - 1) * dw;
+  int64_t lo = std::min(ow, (pw + sw - 1) / sw);
+  int64_t hi = iw - 1 - span + pw >= 0 ? std::clamp((iw - 1 - span + pw) / sw + 1, lo, ow) : lo;
+  for (int64_t ox = 0; ox < lo; ++ox) scalar(ox);
+  int64_t done = lo;
+  if (hi > lo) {
+    if (sw == 1) done = pool_vectors<kMax, 1>(x, h, lo, hi, kw, pw, dw);
+    // Stride 2 loads two vectors per tap: the last one may read one float past the last
+    // tap, so it stops a vector early unless that float is inside the row.
+    else if (sw == 2)
+      done = pool_vectors<kMax, 2>(x, h, lo, std::max(lo, std::min(hi, (iw + pw - span) / 2)), kw,
+                                   pw, dw);
+  }
+  for (int64_t ox = done; ox < ow; ++ox) scalar(ox);
+}
+
+void PoolRow(const float* x, int64_t iw, float* h, int64_t ow, int64_t kw, int64_t sw, int64_t pw,
+             int64_t dw, bool max) {
+  if (max)
+    pool_row_impl<true>(x, iw, h, ow, kw, sw, pw, dw);
+  else
+    pool_row_impl<false>(x, iw, h, ow, kw, sw, pw, dw);
+}
+
+void ScaleRow(float* y, const float* v, float s, int64_t n) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const VF vs = hn::Set(d, s);
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    hn::StoreU(hn::Mul(hn::LoadU(d, y + i), hn::Mul(vs, hn::LoadU(d, v + i))), d, y + i);
+  for (; i < n; ++i) y[i] *= s * v[i];
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace onyx::simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace onyx::simd {
+
+HWY_EXPORT(PoolRow);
+HWY_EXPORT(ScaleRow);
+
+void pool_row(const float* x, int64_t iw, float* h, int64_t ow, int64_t kw, int64_t sw, int64_t pw,
+              int64_t dw, bool max) {
+  HWY_DYNAMIC_DISPATCH(PoolRow)(x, iw, h, ow, kw, sw, pw, dw, max);
+}
+void scale_row(float* y, const float* v, float s, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(ScaleRow)(y, v, s, n);
+}
+
+}  // namespace onyx::simd
+#endif  // HWY_ONCE
