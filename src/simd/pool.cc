@@ -23,15 +23,15 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-/// Outputs [o0, o1) with every tap inside the row, a vector of outputs at a time; the
-/// outputs past the last whole vector are left to the scalar loop (returns where it stopped).
+/// Outputs [o0, o1), every tap of which is inside the row, a vector of outputs at a time;
+/// a last partial vector is done as the whole vector ending at o1 (recomputing some
+/// outputs) when the range holds one. Returns where it stopped.
 template <bool kMax, int64_t kStride>
 HWY_INLINE int64_t pool_vectors(const float* x, float* h, int64_t o0, int64_t o1, int64_t kw,
                                 int64_t pw, int64_t dw) {
   const DF d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  int64_t ox = o0;
-  for (; ox + L <= o1; ox += L) {
+  auto vector_at = [&](int64_t ox) {
     const float* base = x + ox * kStride - pw;
     VF acc = kMax ? hn::Set(d, -HUGE_VALF) : hn::Zero(d);
     for (int64_t k = 0; k < kw; ++k) {
@@ -48,8 +48,12 @@ HWY_INLINE int64_t pool_vectors(const float* x, float* h, int64_t o0, int64_t o1
       acc = kMax ? MaxNaN(acc, v) : hn::Add(acc, v);
     }
     hn::StoreU(acc, d, h + ox);
-  }
-  return ox;
+  };
+  if (o1 - o0 < L) return o0;
+  int64_t ox = o0;
+  for (; ox + L <= o1; ox += L) vector_at(ox);
+  if (ox < o1) vector_at(o1 - L);
+  return o1;
 }
 
 template <bool kMax>
