@@ -141,25 +141,27 @@ void RowAccumulate(float* acc, const float* x, int64_t n, int kind) {
     map_row(acc, acc, n, [&](VF a, int64_t i, auto ld, auto) { return MinNaN(a, ld(x + i)); });
 }
 
-/// The reference's shift: the largest non-NaN value, or 0 when that is infinite (an
-/// all -inf row) so exp never sees inf - inf.
-HWY_INLINE float softmax_shift(const float* x, int64_t n) {
+/// The largest value of the row, NaN if any is NaN.
+HWY_INLINE float row_max_nan(const float* x, int64_t n) {
   const DF d;
-  // A NaN in the row makes its whole output NaN whatever the shift; Max ignores it here.
-  const VF m = fold_row(x, n, hn::Set(d, -HUGE_VALF), [](VF a, VF v) { return hn::Max(a, v); });
-  const float s = hn::GetLane(hn::MaxOfLanes(d, m));
-  return std::isfinite(s) ? s : 0.0f;
+  const VF m = fold_row(x, n, hn::Set(d, -HUGE_VALF), [](VF a, VF v) { return MaxNaN(a, v); });
+  if (!hn::AllFalse(d, hn::IsNaN(m))) return NAN;
+  return hn::GetLane(hn::MaxOfLanes(d, m));
 }
 
-void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
+/// One softmax row given its shift. With a finite largest value every x - shift is <= 0
+/// (or -inf), which ExpNonPosF takes; a NaN or infinite one shifts by 0 (the reference's
+/// rule against inf - inf) and takes the full-range exp, which passes NaN and inf on.
+template <bool kFull>
+HWY_INLINE void softmax_row_with(const float* x, float* y, int64_t n, bool log, float shift) {
   const DF d;
-  const float shift = softmax_shift(x, n);
   const VF vs = hn::Set(d, shift);
+  auto ex = [&](VF v) { return kFull ? ExpF(d, hn::Sub(v, vs)) : ExpNonPosF(d, hn::Sub(v, vs)); };
   VF acc = hn::Zero(d);
   if (log) {
     // Sum only (the row is read twice, written once).
     map_row(x, y, n, [&](VF v, int64_t, auto, auto keep) {
-      acc = hn::Add(acc, keep(ExpF(d, hn::Sub(v, vs))));
+      acc = hn::Add(acc, keep(ex(v)));
       return v;
     });
     const VF off = hn::Set(d, shift + std::log(hn::GetLane(hn::SumOfLanes(d, acc))));
@@ -167,12 +169,20 @@ void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
     return;
   }
   map_row(x, y, n, [&](VF v, int64_t, auto, auto keep) {
-    const VF e = ExpF(d, hn::Sub(v, vs));
+    const VF e = ex(v);
     acc = hn::Add(acc, keep(e));
     return e;
   });
   const VF inv = hn::Set(d, 1.0f / hn::GetLane(hn::SumOfLanes(d, acc)));
   map_row(y, y, n, [&](VF v, int64_t, auto, auto) { return hn::Mul(v, inv); });
+}
+
+void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
+  const float m = row_max_nan(x, n);
+  if (std::isfinite(m))
+    softmax_row_with<false>(x, y, n, log, m);
+  else
+    softmax_row_with<true>(x, y, n, log, 0.0f);
 }
 
 void SoftmaxColumns(const float* x, float* y, int64_t n, int64_t stride, int64_t inner, bool log,
@@ -184,12 +194,18 @@ void SoftmaxColumns(const float* x, float* y, int64_t n, int64_t stride, int64_t
   for (int64_t k = 0; k < n; ++k) {
     const float* xk = x + k * stride;
     map_row(shift, shift, inner,
-            [&](VF s, int64_t i, auto ld, auto) { return hn::Max(s, ld(xk + i)); });
+            [&](VF s, int64_t i, auto ld, auto) { return MaxNaN(s, ld(xk + i)); });
   }
+  bool finite = true;
   for (int64_t j = 0; j < inner; ++j) {
-    if (!std::isfinite(shift[j])) shift[j] = 0.0f;
+    if (!std::isfinite(shift[j])) {
+      shift[j] = 0.0f;
+      finite = false;
+    }
     sum[j] = 0.0f;
   }
+  // As in softmax_row_with: finite shifts leave every argument of exp <= 0.
+  auto ex = [&](VF v) { return finite ? ExpNonPosF(d, v) : ExpF(d, v); };
   for (int64_t k = 0; k < n; ++k) {
     const float* xk = x + k * stride;
     float* yk = y + k * stride;
