@@ -56,6 +56,8 @@ HWY_INLINE int64_t pool_vectors(const float* x, float* h, int64_t o0, int64_t o1
   return o1;
 }
 
+/// h[ox] for ox < ow folds x[ox * sw - pw + k * dw], k < kw, over the taps inside [0, iw):
+/// the largest value (NaN when any is NaN; -inf when no tap is inside) or the sum (0 then).
 template <bool kMax>
 void pool_row_impl(const float* x, int64_t iw, float* h, int64_t ow, int64_t kw, int64_t sw,
                    int64_t pw, int64_t dw) {
@@ -90,22 +92,50 @@ void pool_row_impl(const float* x, int64_t iw, float* h, int64_t ow, int64_t kw,
   for (int64_t ox = done; ox < ow; ++ox) scalar(ox);
 }
 
-void PoolRow(const float* x, int64_t iw, float* h, int64_t ow, int64_t kw, int64_t sw, int64_t pw,
-             int64_t dw, bool max) {
-  if (max)
-    pool_row_impl<true>(x, iw, h, ow, kw, sw, pw, dw);
-  else
-    pool_row_impl<false>(x, iw, h, ow, kw, sw, pw, dw);
-}
-
-void ScaleRow(float* y, const float* v, float s, int64_t n) {
+template <bool kMax>
+void pool_plane_impl(const PoolGeom& g, const float* x, float* y, float* rows,
+                     const float* row_scale, const float* col_scale) {
   const DF d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const VF vs = hn::Set(d, s);
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    hn::StoreU(hn::Mul(hn::LoadU(d, y + i), hn::Mul(vs, hn::LoadU(d, v + i))), d, y + i);
-  for (; i < n; ++i) y[i] *= s * v[i];
+  for (int64_t iy = 0; iy < g.ih; ++iy)
+    pool_row_impl<kMax>(x + iy * g.iw, g.iw, rows + iy * g.ow, g.ow, g.kw, g.sw, g.pw, g.dw);
+  const VF init = kMax ? hn::Set(d, -HUGE_VALF) : hn::Zero(d);
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    // The window rows inside the input: iy = oy * sh - ph + t * dh for t in [t0, t1).
+    const int64_t base = oy * g.sh - g.ph;
+    int64_t t0 = 0, t1 = g.kh;
+    while (t0 < t1 && base + t0 * g.dh < 0) ++t0;
+    while (t1 > t0 && base + (t1 - 1) * g.dh >= g.ih) --t1;
+    float* yr = y + oy * g.ow;
+    const float* r0 = rows + (base + t0 * g.dh) * g.ow;
+    const int64_t step = g.dh * g.ow;
+    const VF vs = hn::Set(d, row_scale ? row_scale[oy] : 1.0f);
+    auto fold = [&](auto load, int64_t ox) {
+      VF acc = init;
+      for (int64_t t = t0; t < t1; ++t) {
+        const VF v = load(r0 + (t - t0) * step + ox);
+        acc = kMax ? MaxNaN(acc, v) : hn::Add(acc, v);
+      }
+      if (row_scale) acc = hn::Mul(acc, hn::Mul(vs, load(col_scale + ox)));
+      return acc;
+    };
+    int64_t ox = 0;
+    for (; ox + L <= g.ow; ox += L)
+      hn::StoreU(fold([&](const float* p) { return hn::LoadU(d, p); }, ox), d, yr + ox);
+    if (ox < g.ow) {
+      const auto m = hn::FirstN(d, static_cast<size_t>(g.ow - ox));
+      hn::BlendedStore(fold([&](const float* p) { return hn::MaskedLoad(m, d, p); }, ox), m, d,
+                       yr + ox);
+    }
+  }
+}
+
+void PoolPlane(const PoolGeom& g, const float* x, float* y, float* rows, bool max,
+               const float* row_scale, const float* col_scale) {
+  if (max)
+    pool_plane_impl<true>(g, x, y, rows, row_scale, col_scale);
+  else
+    pool_plane_impl<false>(g, x, y, rows, row_scale, col_scale);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -115,15 +145,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace onyx::simd {
 
-HWY_EXPORT(PoolRow);
-HWY_EXPORT(ScaleRow);
+HWY_EXPORT(PoolPlane);
 
-void pool_row(const float* x, int64_t iw, float* h, int64_t ow, int64_t kw, int64_t sw, int64_t pw,
-              int64_t dw, bool max) {
-  HWY_DYNAMIC_DISPATCH(PoolRow)(x, iw, h, ow, kw, sw, pw, dw, max);
-}
-void scale_row(float* y, const float* v, float s, int64_t n) {
-  HWY_DYNAMIC_DISPATCH(ScaleRow)(y, v, s, n);
+void pool_plane(const PoolGeom& g, const float* x, float* y, float* rows, bool max,
+                const float* row_scale, const float* col_scale) {
+  HWY_DYNAMIC_DISPATCH(PoolPlane)(g, x, y, rows, max, row_scale, col_scale);
 }
 
 }  // namespace onyx::simd

@@ -1,19 +1,24 @@
-// Pooling microkernels on Highway for src/kernels/cpu/pool.cc, which pools a plane in two
-// passes: every input row along the width (pool_row), then the rows of each window
-// (row_accumulate of rows.h).
+// Pooling microkernel on Highway for src/kernels/cpu/pool.cc: a plane is pooled in two
+// passes, every input row along the width (whole vectors of outputs for strides 1 and 2
+// where every tap is inside the row), then the partial rows of each window's rows folded
+// together.
 #pragma once
 #include <cstdint>
 
 namespace onyx::simd {
 
-/// h[ox] for ox < ow folds x[ox * sw - pw + k * dw], k < kw, over the taps inside
-/// [0, iw): the largest value (max; NaN when any is NaN; -inf when no tap is inside) or
-/// the sum (0 when none is). Whole vectors of outputs are loaded directly for strides 1
-/// and 2 where every tap is inside the row.
-void pool_row(const float* x, int64_t iw, float* h, int64_t ow, int64_t kw, int64_t sw, int64_t pw,
-              int64_t dw, bool max);
+/// The geometry of a 2-D pooling window over one plane (pads at the top and left; the
+/// bottom and right ones follow from the output extents).
+struct PoolGeom {
+  int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
+};
 
-/// y[i] *= s * v[i] (an average pool's divisors: one per output row times one per column).
-void scale_row(float* y, const float* v, float s, int64_t n);
+/// Pools one [ih, iw] plane x into the [oh, ow] plane y: the max (NaN when any tap is NaN)
+/// or the sum over each window's taps inside the input. A window without a tap inside
+/// gives -inf (max) or 0 (sum) — only where a whole output row has none; the caller fixes
+/// up output columns without one. With row_scale set, y[oy][ox] is then multiplied by
+/// row_scale[oy] * col_scale[ox] (an average's divisors). rows is scratch of ih * ow floats.
+void pool_plane(const PoolGeom& g, const float* x, float* y, float* rows, bool max,
+                const float* row_scale, const float* col_scale);
 
 }  // namespace onyx::simd

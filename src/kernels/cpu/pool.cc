@@ -88,53 +88,41 @@ class PoolKernel final : public Kernel {
     }
     if (y.numel() == 0) return;
     const int64_t planes = x.dim(0) * x.dim(1);
-    // Per output column: its tap count (the average's divisor part); per output row too.
-    std::vector<float> col_inv(static_cast<size_t>(w.out));
-    std::vector<int64_t> col_n(static_cast<size_t>(w.out));
-    for (int64_t ox = 0; ox < w.out; ++ox) {
-      col_n[ox] = w.inside(ox);
-      col_inv[ox] = 1.0f / static_cast<float>(a_.include_pad ? w.padded(ox) : col_n[ox]);
+    // An average's divisors: per output row times per output column. A max window without
+    // a tap inside the input gives the lowest float (the reference's start value).
+    std::vector<float> row_inv, col_inv;
+    std::vector<int64_t> empty_cols;
+    for (int64_t ox = 0; ox < w.out; ++ox)
+      if (w.inside(ox) == 0) empty_cols.push_back(ox);
+    if (!max_) {
+      for (int64_t oy = 0; oy < h.out; ++oy)
+        row_inv.push_back(1.0f / static_cast<float>(a_.include_pad ? h.padded(oy) : h.inside(oy)));
+      for (int64_t ox = 0; ox < w.out; ++ox)
+        col_inv.push_back(1.0f / static_cast<float>(a_.include_pad ? w.padded(ox) : w.inside(ox)));
     }
+    std::vector<int64_t> empty_rows;
+    for (int64_t oy = 0; oy < h.out; ++oy)
+      if (h.inside(oy) == 0) empty_rows.push_back(oy);
+    const simd::PoolGeom g{h.in, w.in, h.out, w.out, h.k, w.k, h.s, w.s, h.d, w.d, h.pb, w.pb};
     const float* px = x.data<float>();
     float* py = y.data<float>();
     const bool max = max_;
-    const bool include_pad = a_.include_pad;
     parallel_blocks(ctx.pool(), planes, std::max<int64_t>(1, kGrain / (h.in * w.in)),
                     [&](int64_t p0, int64_t p1) {
                       std::vector<float> rows(static_cast<size_t>(h.in * w.out));
                       for (int64_t p = p0; p < p1; ++p) {
-                        const float* xp = px + p * h.in * w.in;
                         float* yp = py + p * h.out * w.out;
-                        for (int64_t iy = 0; iy < h.in; ++iy)
-                          simd::pool_row(xp + iy * w.in, w.in, rows.data() + iy * w.out, w.out, w.k,
-                                         w.s, w.pb, w.d, max);
-                        for (int64_t oy = 0; oy < h.out; ++oy) {
-                          float* yr = yp + oy * w.out;
-                          bool first = true;
-                          for (int64_t t = 0; t < h.k; ++t) {
-                            const int64_t iy = oy * h.s - h.pb + t * h.d;
-                            if (iy < 0 || iy >= h.in) continue;
-                            const float* hr = rows.data() + iy * w.out;
-                            if (first)
-                              std::copy(hr, hr + w.out, yr);
-                            else
-                              simd::row_accumulate(yr, hr, w.out, max ? 1 : 0);
-                            first = false;
-                          }
-                          if (max) {
-                            // A window without a tap inside the input gives the lowest float (the
-                            // reference's start).
-                            constexpr float kLowest = std::numeric_limits<float>::lowest();
-                            if (first) std::fill(yr, yr + w.out, kLowest);
-                            for (int64_t ox = 0; ox < w.out; ++ox)
-                              if (col_n[ox] == 0) yr[ox] = kLowest;
-                          } else {
-                            if (first) std::fill(yr, yr + w.out, 0.0f);
-                            const int64_t rn = include_pad ? h.padded(oy) : h.inside(oy);
-                            simd::scale_row(yr, col_inv.data(), 1.0f / static_cast<float>(rn),
-                                            w.out);
-                          }
-                        }
+                        simd::pool_plane(g, px + p * h.in * w.in, yp, rows.data(), max,
+                                         max ? nullptr : row_inv.data(),
+                                         max ? nullptr : col_inv.data());
+                        if (!max)
+                          continue;  // an empty window's sum 0 times its divisor 1/0 is NaN, as in
+                                     // the reference
+                        constexpr float kLowest = std::numeric_limits<float>::lowest();
+                        for (int64_t oy : empty_rows)
+                          std::fill(yp + oy * w.out, yp + (oy + 1) * w.out, kLowest);
+                        for (int64_t oy = 0; oy < h.out && !empty_cols.empty(); ++oy)
+                          for (int64_t ox : empty_cols) yp[oy * w.out + ox] = kLowest;
                       }
                     });
   }
