@@ -10,6 +10,7 @@ void register_cpu(Registry& r) {
   cpu::register_norm(r);
   cpu::register_reduce(r);
   cpu::register_pool(r);
+  cpu::register_resize(r);
 }
 
 }  // namespace onyx::kernels

@@ -12,5 +12,6 @@ void register_softmax(Registry& r);      // softmax.cc: Softmax, LogSoftmax
 void register_norm(Registry& r);         // norm.cc: Layer/Batch/Instance/GroupNormalization
 void register_reduce(Registry& r);       // reduce.cc: ReduceSum/Mean/Max/Min
 void register_pool(Registry& r);         // pool.cc: MaxPool, AveragePool, global pools
+void register_resize(Registry& r);       // resize.cc: Resize nearest and linear, 2-D
 
 }  // namespace onyx::kernels::cpu
