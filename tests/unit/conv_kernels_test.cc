@@ -24,6 +24,7 @@
 #include "kernels/registry.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "runtime/thread_pool.h"
 #include "test_util.h"
 
@@ -215,7 +216,7 @@ Tensor run_session(const ModelSpec& m, const Feeds& feeds, bool reference, int t
   SessionOptions opts;
   opts.threads = threads;
   opts.reference_kernels = reference;
-  auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
+  auto s = session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
   return s->run(feeds)[0].tensor();
 }
 
