@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 
+#include "base/checked.h"
 #include "base/error.h"
 #include "check/schema.h"
 #include "kernels/registry.h"
@@ -671,7 +672,8 @@ class Checker {
         return;
       Dims dims = ir::shape_dims(t.shape);
       int64_t numel = 1;
-      for (int64_t d : dims) numel *= d;
+      for (int64_t d : dims)
+        if (!mul_fits(numel, d, numel)) return;  // far past fold_limit
       if (numel > opts_.fold_limit) return;
       out[i] = Value(Tensor(t.elem, dims));
     }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "base/checked.h"
 #include "base/error.h"
 #include "base/half.h"
 #include "base/mmap_file.h"
@@ -132,7 +133,7 @@ std::shared_ptr<MappedFile> open_external(LoadCtx& ctx, const RawTensor& t,
                tensor_label(t), location, full.string(), base.string());
   std::shared_ptr<MappedFile> mf;
   try {
-    mf = MappedFile::open(full.string());
+    mf = MappedFile::open(full.string(), "external data file");
   } catch (const Error& e) {
     fail_model("{}: external data file missing or unreadable: {}", tensor_label(t), e.what());
   }
@@ -159,6 +160,9 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
     fail_model("{}: unknown data_type {} (valid codes are 1..{})", tensor_label(t), t.data_type,
                kMaxDTypeCode);
   DType dt = static_cast<DType>(t.data_type);
+  if (t.dims.size() > static_cast<size_t>(kMaxRank))
+    fail_model("{}: has {} dims; onyx allows at most {} axes", tensor_label(t), t.dims.size(),
+               kMaxRank);
   for (int64_t d : t.dims)
     if (d < 0) fail_model("{}: negative dimension {} in dims {}", tensor_label(t), d, dims_str(t.dims));
   int64_t n;
@@ -393,6 +397,8 @@ std::pair<std::string, Tensor> read_sparse_tensor(LoadCtx& ctx, Wire w) {
   const int64_t nnz = v.numel();
   if (dims.empty())
     fail_model("{}: has no dims (the shape of the dense tensor must have rank >= 1)", label);
+  if (dims.size() > static_cast<size_t>(kMaxRank))
+    fail_model("{}: has {} dims; onyx allows at most {} axes", label, dims.size(), kMaxRank);
   for (int64_t d : dims)
     if (d < 0) fail_model("{}: negative dimension {} in dims {}", label, d, dims_str(dims));
   int64_t total;
@@ -473,6 +479,9 @@ ir::Shape read_shape(Wire w) {
       w.skip();
       continue;
     }
+    if (s.size() == static_cast<size_t>(kMaxRank))
+      fail_model("a declared shape has more than {} dims; onyx allows at most {} axes", kMaxRank,
+                 kMaxRank);
     Wire d = w.sub("TensorShapeProto.Dimension");
     ir::Dim dim;
     while (d.next()) {
@@ -551,7 +560,13 @@ ir::ValueInfo read_value_info(LoadCtx& ctx, Wire w) {
   while (w.next()) {
     switch (w.tag()) {
       case 1: v.name = w.str(); break;
-      case 2: v.type = read_type(ctx, w.sub("TypeProto")); break;
+      case 2:
+        try {
+          v.type = read_type(ctx, w.sub("TypeProto"));
+        } catch (const Error& e) {
+          throw Error(e.code(), fmt::format("value '{}': {}", v.name, e.what()));
+        }
+        break;
       default: w.skip();
     }
   }
@@ -747,7 +762,7 @@ auto guarded(const std::string& where, F&& f) {
 }  // namespace
 
 std::shared_ptr<ir::Model> load_model(const std::string& path) {
-  auto file = MappedFile::open(path);
+  auto file = MappedFile::open(path, "model");
   return guarded(path, [&] {
     LoadCtx ctx;
     fs::path p(path);
@@ -857,7 +872,7 @@ Value read_value_proto(const void* data, size_t size, const ir::TypeInfo& type) 
 }
 
 Value read_value_file(const std::string& path, const ir::TypeInfo& type) {
-  auto f = MappedFile::open(path);
+  auto f = MappedFile::open(path, "input file");
   try {
     return read_value_proto(f->data(), f->size(), type);
   } catch (const Error& e) {

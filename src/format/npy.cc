@@ -218,7 +218,7 @@ Tensor read_npy(const void* data, size_t size, const std::string& what) {
 }
 
 Tensor read_npy_file(const std::string& path) {
-  auto f = MappedFile::open(path);
+  auto f = MappedFile::open(path, "npy file");
   return read_npy(f->data(), f->size(), path);
 }
 

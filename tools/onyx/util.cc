@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "base/half.h"
+#include "base/mmap_file.h"
 #include "format/loader.h"
 #include "format/npy.h"
 #include "format/npz.h"
@@ -28,11 +29,7 @@ namespace onyx::cli {
 namespace fs = std::filesystem;
 
 std::string read_text_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorCode::kIo, "cannot open {} '{}'", what, path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return read_regular_file(path, what);
 }
 
 std::string human_bytes(uint64_t b) {
@@ -319,7 +316,8 @@ Feeds make_feeds(const Session& session, const FeedSpec& spec) {
       fail_arg("input '{}': a random {} tensor of shape {} does not fit in memory; choose smaller --dim values",
                io.name, dtype_name(io.dtype), dims_str(dims));
     } catch (const Error& e) {
-      fail_arg("input '{}': cannot make a random tensor of shape {}: {}", io.name, dims_str(dims), e.what());
+      throw Error(e.code(),
+                  fmt::format("input '{}' ({}): --random-inputs: {}", io.name, io.type, e.what()));
     }
   }
   return feeds;

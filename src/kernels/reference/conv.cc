@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "base/checked.h"
+#include "kernels/cpu/fast_path.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/window.h"
 #include "kernels/registry.h"
@@ -62,11 +64,16 @@ WindowGeom forward_geom(const KernelContext& ctx, const Tensor& x, const Tensor&
   if (wd.size() != xd.size()) ctx.fail("W {} and X {} must have the same rank", dims_str(wd), dims_str(xd));
   if (group < 1) ctx.fail("group must be >= 1, got {}", group);
   if (xd.size() < 3) ctx.fail("X must have rank >= 3 (N, C, spatial...), got {}", dims_str(xd));
-  if (xd[1] != wd[1] * group || wd[0] % group != 0)
+  int64_t channels = 0;
+  if (!mul_fits(wd[1], group, channels) || xd[1] != channels || wd[0] % group != 0)
     ctx.fail("X {} and W {} do not agree with group {}: need C = W[1] * group and W[0] % group == 0",
              dims_str(xd), dims_str(wd), group);
   if (y.dims().size() != xd.size() || y.dim(0) != xd[0] || y.dim(1) != wd[0])
     ctx.fail("output {} does not match X {} and W {}", dims_str(y.dims()), dims_str(xd), dims_str(wd));
+  // No input channels: every kernel here divides by or loops over C/group.
+  if (wd[1] == 0 && y.numel() > 0)
+    ctx.fail("X {} has no input channels per group (W {}), but the output {} is not empty",
+             dims_str(xd), dims_str(wd), dims_str(y.dims()));
   WindowGeom g = read_geom(ctx, xd, Dims(wd.begin() + 2, wd.end()), y.dims());
   resolve_conv_pads(ctx, g);
   return g;
@@ -476,7 +483,8 @@ void conv_transpose_typed(KernelContext& ctx) {
   if (xd[1] != wd[0] || xd[1] % group != 0)
     ctx.fail("X {} and W {} do not agree: need C = W[0] and C % group == 0 (group {})", dims_str(xd),
              dims_str(wd), group);
-  const int64_t batch = xd[0], channels = xd[1], maps = wd[1] * group;
+  const int64_t batch = xd[0], channels = xd[1];
+  const int64_t maps = checked_mul(wd[1], group, "W[1] * group (the output channels)");
   if (y.dims().size() != xd.size() || y.dim(0) != batch || y.dim(1) != maps)
     ctx.fail("output {} does not match X {} and W {}", dims_str(y.dims()), dims_str(xd), dims_str(wd));
   WindowGeom g = read_geom(ctx, xd, Dims(wd.begin() + 2, wd.end()), y.dims());
@@ -488,11 +496,16 @@ void conv_transpose_typed(KernelContext& ctx) {
   bool explicit_shape = ctx.has_attr("output_shape");
   g.pad_begin.assign(g.nsp, 0);
   for (size_t i = 0; i < g.nsp; ++i) {
-    int64_t ek = (g.kernel[i] - 1) * g.dilations[i] + 1;
+    const char* what =
+        "the ConvTranspose pads (strides * (input - 1) + output_padding + dilated kernel - output)";
+    int64_t ek = checked_add(checked_mul(g.kernel[i] - 1, g.dilations[i], what), 1, what);
     if (explicit_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       // total may be negative (output_shape larger than the natural extent); the
       // halving rounds toward -inf as in the spec's reference formulas.
-      int64_t total = g.strides[i] * (g.in[i] - 1) + out_pad[i] + ek - g.out[i];
+      int64_t total = checked_sub(
+          checked_add(checked_add(checked_mul(g.strides[i], g.in[i] - 1, what), out_pad[i], what),
+                      ek, what),
+          g.out[i], what);
       int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       g.pad_begin[i] = auto_pad == "SAME_UPPER" ? half : total - half;
     } else if (auto_pad == "NOTSET") {
@@ -640,7 +653,9 @@ void deform_conv_typed(KernelContext& ctx) {
   const size_t nsp = g.nsp;
   if (offset_group < 1 || channels % offset_group != 0)
     ctx.fail("offset_group {} must be >= 1 and divide the {} input channels", offset_group, channels);
-  Dims want_off{batch, offset_group * g.kernel_size * static_cast<int64_t>(nsp)};
+  Dims want_off{batch, static_cast<int64_t>(
+                           checked_count({offset_group, g.kernel_size, static_cast<int64_t>(nsp)},
+                                         "offset_group * prod(kernel) * spatial rank"))};
   want_off.insert(want_off.end(), g.out.begin(), g.out.end());
   if (off.dims() != want_off)
     ctx.fail("offset is {}, expected {} (N, offset_group * prod(kernel) * spatial rank, output spatial)",
@@ -649,7 +664,7 @@ void deform_conv_typed(KernelContext& ctx) {
   if (bt && bt->numel() != maps) ctx.fail("bias B has {} values, expected {}", bt->numel(), maps);
   const Tensor* mt = ctx.has_input(4) ? &ctx.input(4) : nullptr;
   if (mt) {
-    Dims want_mask{batch, offset_group * g.kernel_size};
+    Dims want_mask{batch, checked_mul(offset_group, g.kernel_size, "offset_group * prod(kernel)")};
     want_mask.insert(want_mask.end(), g.out.begin(), g.out.end());
     if (mt->dims() != want_mask)
       ctx.fail("mask is {}, expected {}", dims_str(mt->dims()), dims_str(want_mask));
@@ -744,6 +759,7 @@ void col2im_typed(KernelContext& ctx) {
   want[1] = x.dim(1) / kprod;
   want.insert(want.end(), image.begin(), image.end());
   if (y.dims() != want) ctx.fail("output {} does not match the expected {}", dims_str(y.dims()), dims_str(want));
+  if (y.numel() == 0) return;
   WindowGeom g;
   g.nsp = nsp;
   g.in = image;
@@ -759,8 +775,10 @@ void col2im_typed(KernelContext& ctx) {
   g.out.resize(nsp);
   for (size_t i = 0; i < nsp; ++i) {
     if (g.strides[i] < 1 || g.dilations[i] < 1) ctx.fail("strides and dilations must be >= 1");
-    int64_t ek = (block[i] - 1) * g.dilations[i] + 1;
-    int64_t span = image[i] + pads[i] + pads[i + nsp] - ek;
+    const char* what = "the padded image extent";
+    int64_t ek = checked_add(checked_mul(block[i] - 1, g.dilations[i], what), 1, what);
+    int64_t span = checked_sub(
+        checked_add(checked_add(image[i], pads[i], what), pads[i + nsp], what), ek, what);
     if (span < 0) ctx.fail("spatial axis {}: the dilated block {} exceeds the padded image", i, ek);
     g.out[i] = span / g.strides[i] + 1;
   }

@@ -5,6 +5,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "base/checked.h"
+#include "kernels/cpu/fast_path.h"
 #include "kernels/reference/arith.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
@@ -175,7 +177,8 @@ MatMulPlan plan_matmul(const KernelContext& ctx, const Dims& ad, const Dims& bd)
       ctx.fail("batch dimensions cannot broadcast: A is {}, B is {}", dims_str(ad), dims_str(bd));
     batch[k] = da == 1 ? db : da;
   }
-  const int64_t nb = dims_numel(batch);
+  // An empty output (M or N of 0) needs no batch table, however many batches it has.
+  const int64_t nb = p.M == 0 || p.N == 0 ? 0 : dims_numel(batch);
   p.a_batch.resize(static_cast<size_t>(nb));
   p.b_batch.resize(static_cast<size_t>(nb));
   std::vector<int64_t> idx(r, 0);
@@ -336,6 +339,13 @@ void gemm_kernel(KernelContext& ctx) {
   }, "Gemm");
 }
 
+/// How many rows x cols matrices `numel` elements hold (0 for an empty tensor, whose
+/// rows * cols may not even fit int64).
+int64_t matrices(int64_t numel, int64_t rows, int64_t cols) {
+  int64_t rc = 0;
+  return numel > 0 && mul_fits(rows, cols, rc) && rc > 0 ? numel / rc : 0;
+}
+
 /// Integer operand minus its zero point, as int32. The zero point is a scalar, one
 /// per row of A / column of B (1-D, or [..., M, 1] / [..., 1, N] with A's / B's batch),
 /// per the MatMulInteger and QLinearMatMul specs.
@@ -372,7 +382,7 @@ std::vector<int32_t> shifted(const KernelContext& ctx, const Tensor& x, const Te
              dtype_name(zp->dtype()));
   std::vector<int32_t> z = load_any(*zp);
   const int64_t nz = static_cast<int64_t>(z.size());
-  const int64_t mats = x.numel() / std::max<int64_t>(rows * cols, 1);
+  const int64_t mats = matrices(x.numel(), rows, cols);
   if (nz == 1) {
     for (int32_t& v : out) v -= z[0];
   } else if (nz == per || nz == per * mats) {
@@ -458,8 +468,8 @@ void qlinear_matmul_kernel(KernelContext& ctx) {
     return s[static_cast<size_t>(mat * per + which)];
   };
   const int64_t na = static_cast<int64_t>(sa.size()), nbs = static_cast<int64_t>(sb.size());
-  const int64_t a_mats = a.numel() / std::max<int64_t>(p.M * p.K, 1);
-  const int64_t b_mats = b.numel() / std::max<int64_t>(p.K * p.N, 1);
+  const int64_t a_mats = matrices(a.numel(), p.M, p.K);
+  const int64_t b_mats = matrices(b.numel(), p.K, p.N);
   if (na != 1 && na != p.M && na != p.M * a_mats)
     ctx.fail("a_scale has {} elements; expected 1 or one per row ({})", na, p.M);
   if (nbs != 1 && nbs != p.N && nbs != p.N * b_mats)
@@ -493,6 +503,7 @@ void det_kernel(KernelContext& ctx) {
   if (x.dim(x.rank() - 2) != n) ctx.fail("input matrices must be square, got {}", dims_str(x.dims()));
   Tensor& y = ctx.output(0);
   const int64_t mats = y.numel();
+  if (mats == 0) return;  // no matrix: n * n need not even fit int64
   dispatch_float(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     std::vector<double> m(static_cast<size_t>(n * n));
