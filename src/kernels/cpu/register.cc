@@ -4,6 +4,7 @@ namespace onyx::kernels {
 
 void register_cpu(Registry& r) {
   cpu::register_views(r);
+  cpu::register_rnn(r);
 }
 
 }  // namespace onyx::kernels

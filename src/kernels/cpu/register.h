@@ -6,5 +6,6 @@
 namespace onyx::kernels::cpu {
 
 void register_views(Registry& r);  // views.cc
+void register_rnn(Registry& r);    // rnn.cc: RNN, GRU, LSTM
 
 }  // namespace onyx::kernels::cpu

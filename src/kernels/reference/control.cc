@@ -83,12 +83,8 @@ Tensor stack(const KernelContext& ctx, const std::vector<Tensor>& parts, int64_t
   int64_t n = static_cast<int64_t>(parts.size());
   Dims out = elem;
   out.insert(out.begin() + static_cast<std::ptrdiff_t>(a), n);
-<<<<<<< HEAD
   Tensor y = ctx.new_tensor(dt, out);
-=======
-  Tensor y(dt, out);
   if (n == 0) return y;  // the declared element dims of an empty result may be anything
->>>>>>> harden
   int64_t outer = span(elem, 0, a);
   int64_t inner = span(elem, a, elem.size());
   for (int64_t t = 0; t < n; ++t) {

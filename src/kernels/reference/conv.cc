@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "base/checked.h"
-#include "kernels/cpu/fast_path.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/window.h"
 #include "kernels/registry.h"

@@ -6,7 +6,6 @@
 #include <type_traits>
 
 #include "base/checked.h"
-#include "kernels/cpu/fast_path.h"
 #include "kernels/reference/arith.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"

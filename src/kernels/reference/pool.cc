@@ -144,13 +144,8 @@ void max_pool_typed(KernelContext& ctx) {
   T* yp = y.data<T>();
   int64_t* ip = ind ? ind->data<int64_t>() : nullptr;
   if constexpr (std::is_same_v<T, float>)
-<<<<<<< HEAD
-    if (!ip && ctx.fast_paths() && cpu::max_pool2d_f32(g, planes, xp, yp)) return;
-=======
-    if (!ip && cpu::fast_paths_enabled() && fast_path_fits(g) &&
-        cpu::max_pool2d_f32(g, planes, xp, yp))
+    if (!ip && ctx.fast_paths() && fast_path_fits(g) && cpu::max_pool2d_f32(g, planes, xp, yp))
       return;
->>>>>>> harden
   using A = acc_t<T>;
   Windows win = build_windows(g);
   for (int64_t pl = 0; pl < planes; ++pl) {
