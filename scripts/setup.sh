@@ -6,7 +6,9 @@
 #                      the WebAssembly build, the ONNX 1.12 node suite (libonnx-testdata),
 #                      Graphviz (SVG/HTML pictures of `onyx graph`), libspng (PNG decoding of
 #                      `onyx ocr`), PIL and fonts (the digit reader's synthetic crops), OpenBLAS
-#                      (Debian's torch and numpy are far slower on the reference BLAS)
+#                      (Debian's torch and numpy are far slower on the reference BLAS),
+#                      clang-16 + libFuzzer (fuzzing, ThreadSanitizer), pybind11 + pytest
+#                      (the Python module), chromium (browser tests of onyx-web)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +22,9 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
       python3 python3-numpy python3-torch python3-torchvision python3-onnx nodejs
       libonnx-testdata emscripten graphviz libspng-dev python3-pil libopenblas0-pthread
-      fonts-dejavu-core fonts-liberation2 fonts-roboto-unhinted)
+      fonts-dejavu-core fonts-liberation2 fonts-roboto-unhinted
+      clang-16 libfuzzer-16-dev libclang-rt-16-dev
+      pybind11-dev python3-pybind11 python3-pytest python3-dev chromium)
 # Debian's npm conflicts with NodeSource's nodejs, which ships its own npm.
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
@@ -39,9 +43,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# onnxruntime-node: the reference onyx is compared with (pinned; its CPU binary ships
-# in the package, so the GPU download of its install script is skipped).
-if [ ! -d node_modules/onnxruntime-node ] || ! grep -q '"version": "1.30.0"' node_modules/onnxruntime-node/package.json 2>/dev/null; then
+# npm packages, pinned in package.json / package-lock.json: onnxruntime-node and
+# onnxruntime-web (the references onyx is compared with; the CPU binary of
+# onnxruntime-node ships in the package, so the GPU download of its install script is
+# skipped), typescript and esbuild (bindings/js), playwright-core (browser tests, driving
+# Debian's chromium). Reinstalled when any pinned version is missing.
+npm_current() {
+  node -e 'const p=require("./package.json").dependencies;for(const [n,v] of Object.entries(p)){let ok=false;try{ok=require("./node_modules/"+n+"/package.json").version===v}catch(e){}if(!ok)process.exit(1)}' 2>/dev/null
+}
+if ! npm_current; then
   echo "setup.sh: installing npm packages"
   ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error >/dev/null
 fi

@@ -114,6 +114,7 @@ const Registry& default_registry() {
     register_string(r);
     register_random(r);
     register_ml(r);
+    register_fused(r);
     register_cpu(r);
     return r;
   }();

@@ -88,6 +88,8 @@ void register_signal(Registry& r);
 void register_string(Registry& r);
 void register_random(Registry& r);
 void register_ml(Registry& r);
+/// The ai.onyx fused ops the graph optimizer makes (src/kernels/reference/fused.cc).
+void register_fused(Registry& r);
 
 // The optimized kernels (src/kernels/cpu/).
 void register_cpu(Registry& r);

@@ -251,7 +251,13 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
     std::vector<ir::TypeInfo> out_types(node.outputs.size());
     if (all_known) {
       shape::InferContext ictx(node, types, values, &syms);
-      step.shape(ictx);
+      try {
+        step.shape(ictx);
+      } catch (const Error& e) {
+        std::string msg = e.what();
+        if (msg.find(node.op_type) == std::string::npos) msg = node.describe() + ": " + msg;
+        throw Error(e.code(), msg);
+      }
       out_types = std::move(ictx.outputs());
     }
     step.static_shapes = !step.subgraphs.size();

@@ -10,7 +10,46 @@ namespace {
 constexpr size_t kAlign = 64;
 }
 
-ArenaBuffer::~ArenaBuffer() { std::free(data); }
+ArenaBuffer::~ArenaBuffer() {
+  if (data) pool->give(data, capacity);
+}
+
+BufferPool::~BufferPool() {
+  for (auto& [p, cap] : free_) std::free(p);
+}
+
+void* BufferPool::take(uint64_t bytes, uint64_t* capacity) {
+  bytes = std::max<uint64_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  void* drop = nullptr;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    // The smallest free buffer that fits; else the largest goes, to be replaced.
+    size_t best = free_.size(), largest = free_.size();
+    for (size_t i = 0; i < free_.size(); ++i) {
+      if (free_[i].second >= bytes && (best == free_.size() || free_[i].second < free_[best].second)) best = i;
+      if (largest == free_.size() || free_[i].second > free_[largest].second) largest = i;
+    }
+    size_t pick = best != free_.size() ? best : largest;
+    if (pick != free_.size()) {
+      auto [p, cap] = free_[pick];
+      free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(pick));
+      if (cap >= bytes) {
+        *capacity = cap;
+        return p;
+      }
+      drop = p;
+    }
+  }
+  std::free(drop);
+  void* p = std::aligned_alloc(kAlign, static_cast<size_t>(bytes));
+  *capacity = p ? bytes : 0;
+  return p;
+}
+
+void BufferPool::give(void* data, uint64_t capacity) {
+  std::lock_guard<std::mutex> g(mu_);
+  free_.emplace_back(data, capacity);
+}
 
 ArenaPlan::ArenaPlan(std::vector<Entry> entries, uint64_t total) : entries_(std::move(entries)), total_(total) {
   for (size_t i = 0; i < entries_.size(); ++i) {
@@ -22,35 +61,14 @@ ArenaPlan::ArenaPlan(std::vector<Entry> entries, uint64_t total) : entries_(std:
   }
 }
 
-ArenaPlan::~ArenaPlan() {
-  for (ArenaBuffer* b : free_) delete b;
-}
-
-std::shared_ptr<ArenaBuffer> ArenaPlan::acquire() {
-  ArenaBuffer* b = nullptr;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    if (!free_.empty()) {
-      b = free_.back();
-      free_.pop_back();
-    }
-  }
-  if (!b) {
-    auto fresh = std::make_unique<ArenaBuffer>();
-    fresh->plan = this;
-    size_t bytes = std::max<size_t>(kAlign, (total_ + kAlign - 1) / kAlign * kAlign);
-    fresh->data = std::aligned_alloc(kAlign, bytes);
-    if (!fresh->data) return nullptr;  // the run falls back to the heap
-    fresh->alive = std::vector<std::atomic<bool>>(entries_.size());
-    b = fresh.release();
-  }
-  std::shared_ptr<ArenaPlan> self = shared_from_this();
-  return std::shared_ptr<ArenaBuffer>(b, [self](ArenaBuffer* p) { self->release(p); });
-}
-
-void ArenaPlan::release(ArenaBuffer* b) {
-  std::lock_guard<std::mutex> g(mu_);
-  free_.push_back(b);
+std::shared_ptr<ArenaBuffer> ArenaPlan::acquire(const std::shared_ptr<BufferPool>& pool) {
+  auto b = std::make_shared<ArenaBuffer>();
+  b->data = pool->take(total_, &b->capacity);
+  if (!b->data) return nullptr;  // the run falls back to the heap
+  b->pool = pool;
+  b->plan = shared_from_this();
+  b->alive = std::vector<std::atomic<bool>>(entries_.size());
+  return b;
 }
 
 int ArenaPlan::find(int step, int output) const {

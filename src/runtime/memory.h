@@ -5,9 +5,10 @@
 // and the steps between its allocation and the moment its buffer was freed (through the
 // buffer's deleter, so views that keep a buffer alive are accounted for). Buffers that
 // outlive the run (graph outputs) are left out. The recording becomes a plan: offsets in
-// one arena (src/plan/arena.h), cached per signature. Later runs with that signature take
-// an arena buffer from the plan's pool (one per concurrent run; a pool of them is kept
-// for reuse) and hand out views into it.
+// one arena (src/plan/arena.h), cached per signature (a plan is only offsets: cheap to
+// keep many). Later runs with that signature take an arena buffer from the session's one
+// pool of raw buffers (one per concurrent run, grown to the largest plan asked for), so
+// memory is bounded by (concurrent runs) x (largest arena), whatever the number of shapes.
 //
 // Safety does not rest on the plan being right: a planned region is handed out only when
 // it is at least as large as asked and every buffer sharing its bytes (earlier in the
@@ -31,10 +32,25 @@ using Signature = std::vector<int64_t>;
 
 class ArenaPlan;
 
+/// The session's raw arena buffers not in use, shared by every plan.
+class BufferPool {
+ public:
+  ~BufferPool();
+  /// A buffer of at least `bytes` (64-byte aligned), with its capacity; null on failure.
+  void* take(uint64_t bytes, uint64_t* capacity);
+  void give(void* data, uint64_t capacity);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<void*, uint64_t>> free_;
+};
+
 /// One arena buffer in use by a run (or by tensors that outlived it).
 struct ArenaBuffer {
-  ArenaPlan* plan = nullptr;
+  std::shared_ptr<ArenaPlan> plan;
+  std::shared_ptr<BufferPool> pool;
   void* data = nullptr;
+  uint64_t capacity = 0;
   std::vector<std::atomic<bool>> alive;  ///< per planned buffer: a view into it exists
   ~ArenaBuffer();
 };
@@ -50,24 +66,18 @@ class ArenaPlan : public std::enable_shared_from_this<ArenaPlan> {
     std::vector<int> shares_with;
   };
   ArenaPlan(std::vector<Entry> entries, uint64_t total);
-  ~ArenaPlan();
 
-  /// An arena buffer for one run: from the pool, or a new one.
-  std::shared_ptr<ArenaBuffer> acquire();
+  /// An arena buffer for one run, its bytes from `pool`; null if memory is short.
+  std::shared_ptr<ArenaBuffer> acquire(const std::shared_ptr<BufferPool>& pool);
   /// The entry for output `output` of step `step`, or -1.
   int find(int step, int output) const;
   const Entry& entry(int i) const { return entries_[static_cast<size_t>(i)]; }
   uint64_t total() const { return total_; }
 
  private:
-  friend struct ArenaBuffer;
-  void release(ArenaBuffer* b);
-
   std::vector<Entry> entries_;
   std::vector<std::vector<int>> by_step_;  ///< step -> entries (by output index)
   uint64_t total_ = 0;
-  std::mutex mu_;
-  std::vector<ArenaBuffer*> free_;
 };
 
 /// What one run recorded: per executor-allocated output, its size and lifetime.
@@ -97,13 +107,15 @@ class Recording {
 /// Per session: the plans of recent signatures (least recently used dropped first).
 class MemoryPlanner {
  public:
-  explicit MemoryPlanner(size_t capacity = 16) : capacity_(capacity) {}
+  explicit MemoryPlanner(size_t capacity = 256) : capacity_(capacity) {}
   std::shared_ptr<ArenaPlan> find(const Signature& sig);
   void insert(const Signature& sig, std::shared_ptr<ArenaPlan> plan);
+  const std::shared_ptr<BufferPool>& pool() const { return pool_; }
 
  private:
   std::mutex mu_;
   size_t capacity_;
+  std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
   std::list<std::pair<Signature, std::shared_ptr<ArenaPlan>>> plans_;  ///< most recent first
 };
 

@@ -33,7 +33,7 @@ RunContext::RunContext(const SessionOptions& limits, const RunOptions* options, 
       signature_(std::move(signature)) {
   if (!planner_) return;
   plan_ = planner_->find(signature_);
-  if (plan_) arena_ = plan_->acquire();
+  if (plan_) arena_ = plan_->acquire(planner_->pool());
   if (!arena_) recording_ = std::make_shared<Recording>();
 }
 

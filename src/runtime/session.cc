@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "format/loader.h"
+#include "opt/optimize.h"
 #include "runtime/executor.h"
 #include "runtime/plan.h"
 
@@ -126,7 +127,7 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<ir::Model> model, const
     if (domain.empty() && version > kMaxDefaultOpset)
       fail_unsupported("the model imports opset {} of the default domain; onyx knows opsets 1..{}",
                        version, kMaxDefaultOpset);
-  impl->graph = runtime::inline_functions(*model);
+  impl->graph = opt::optimize_for_session(*model, runtime::inline_functions(*model), opts);
   impl->pool = std::make_unique<ThreadPool>(opts.threads);
   runtime::PlanOptions po;
   po.reference_kernels = opts.reference_kernels;

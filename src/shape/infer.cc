@@ -122,6 +122,7 @@ const ShapeRegistry& shape_registry() {
     register_string_shapes(r);
     register_random_shapes(r);
     register_ml_shapes(r);
+    register_fused_shapes(r);
     return r;
   }();
   return reg;

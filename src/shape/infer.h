@@ -141,5 +141,6 @@ void register_signal_shapes(ShapeRegistry& r);
 void register_string_shapes(ShapeRegistry& r);
 void register_random_shapes(ShapeRegistry& r);
 void register_ml_shapes(ShapeRegistry& r);
+void register_fused_shapes(ShapeRegistry& r);  ///< ai.onyx fused ops (src/shape/fused.cc)
 
 }  // namespace onyx::shape

@@ -20,6 +20,7 @@
 #include "onyx/session.h"
 #include "post/ctc.h"
 #include "tools/onyx/commands.h"
+#include "tools/onyx/session_flags.h"
 #include "tools/onyx/util.h"
 
 namespace onyx::cli {
@@ -30,6 +31,7 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct OcrArgs {
+  SessionFlags session;
   std::string model;
   std::vector<std::string> images;
   std::string meta;
@@ -361,6 +363,7 @@ int run_ocr(const OcrArgs& a) {
 
   SessionOptions so;
   so.threads = a.threads;
+  apply_session_flags(a.session, so);
   auto t0 = Clock::now();
   auto session = Session::open(a.model, so);
   const double load_ms = ms_since(t0);
@@ -535,6 +538,7 @@ Action add_ocr(CLI::App& app) {
   sub->add_option("--beam-width", a->beam_width, "prefixes kept by --decoder beam (default 10)")
       ->transform(integer_in(1, 100000));
   sub->add_option("--threads", a->threads, "worker threads (default 1)")->transform(integer_in(1, 256));
+  add_session_flags(sub, a->session);
   sub->add_flag("--json", a->json,
                 "print JSON: per image file, text, width, frames, confidence (greedy) or log_prob (beam), "
                 "timings; a summary with cold load and warm per-crop times");

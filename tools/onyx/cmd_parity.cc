@@ -24,6 +24,7 @@
 #include "tools/onyx/commands.h"
 #include "tools/onyx/dataset.h"
 #include "tools/onyx/parity_report.h"
+#include "tools/onyx/session_flags.h"
 #include "tools/onyx/util.h"
 
 namespace onyx::cli {
@@ -33,6 +34,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct ParityArgs {
+  SessionFlags session;
   std::string model, inputs, reference;
   double rtol = 1e-3, atol = 1e-4;
   std::string decode, alphabet, decode_output, ctc_layout = "ntc";
@@ -301,6 +303,7 @@ int run_parity(const ParityArgs& a) {
                       ", not this file (" + r.model_sha256 + ")");
   SessionOptions so;
   so.threads = a.threads;
+  apply_session_flags(a.session, so);
   auto session = Session::open(a.model, so);
   const auto& outs_info = session->outputs();
   std::vector<const IoInfo*> required;
@@ -597,6 +600,7 @@ Action add_parity(CLI::App& app) {
                   "tables, the worst samples and a histogram of the errors");
   sub->add_flag("--json", args->json, "print the results as JSON (what `onyx card --parity` reads); no progress");
   sub->add_option("--threads", args->threads, "worker threads (default 1)")->transform(integer_in(1, 256));
+  add_session_flags(sub, args->session);
   sub->add_option("--worst", args->worst, "how many worst samples to name (default 5)")->transform(integer_in(1, 1000));
   sub->add_option("--limit", args->limit, "compare only the first N samples (natural order of names)")->transform(integer_in(1, INT64_MAX));
   return [args, box_opts] {

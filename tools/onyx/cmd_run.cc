@@ -12,6 +12,7 @@
 #include "format/value_io.h"
 #include "onyx/session.h"
 #include "tools/onyx/commands.h"
+#include "tools/onyx/session_flags.h"
 #include "tools/onyx/util.h"
 
 namespace onyx::cli {
@@ -20,12 +21,16 @@ namespace {
 namespace fs = std::filesystem;
 
 struct RunArgs {
+  SessionFlags session;
   std::string model;
   FeedSpec feeds;
   std::string output_dir = ".";
   std::string output_format = "npy";
   int threads = 1;
   bool json = false;
+  GraphOptimization optimize = GraphOptimization::kAll;
+  bool optimize_given = false;
+  bool reference = false;
 };
 
 std::string kind_of(const Value& v) { return v.is_tensor() ? "tensor" : v.is_sequence() ? "sequence" : "none"; }
@@ -43,11 +48,14 @@ int run_run(const RunArgs& a) {
   const auto format = a.output_format == "pb" ? format::ValueFormat::kPb : format::ValueFormat::kNpy;
   SessionOptions so;
   so.threads = a.threads;
+  apply_session_flags(a.session, so);
+  so.reference_kernels = a.reference;
+  so.optimize = a.optimize_given || !a.reference ? a.optimize : GraphOptimization::kNone;
   auto t0 = std::chrono::steady_clock::now();
   auto session = Session::open(a.model, so);
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-  Feeds feeds = make_feeds(*session, a.feeds);
+  Feeds feeds = make_feeds(*session, a.feeds, so.max_tensor_bytes);
   if (!a.json)
     for (const auto& n : feeds.notes) std::cerr << "onyx: note: " << n << "\n";
 
@@ -164,8 +172,16 @@ Action add_run(CLI::App& app) {
   sub->add_option("--output-format", args->output_format, "npy (default) or pb")
       ->check(CLI::IsMember({"npy", "pb"}));
   sub->add_option("--threads", args->threads, "worker threads (default 1)")->transform(integer_in(1, 256));
+  add_session_flags(sub, args->session);
   sub->add_flag("--json", args->json, "print a JSON summary instead of text");
-  return [args] { return run_run(*args); };
+  auto* opt = sub->add_option("--optimize", args->optimize, "graph optimization: none, basic or all (default all)")
+                  ->transform(CLI::CheckedTransformer(optimize_levels()));
+  sub->add_flag("--reference", args->reference,
+                "run on the reference kernels only, unoptimized (unless --optimize is given): the oracle");
+  return [args, opt] {
+    args->optimize_given = opt->count() > 0;
+    return run_run(*args);
+  };
 }
 
 }  // namespace onyx::cli

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cfloat>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "runtime/run_context.h"
 #include "base/half.h"
 #include "base/mmap_file.h"
 #include "format/loader.h"
@@ -244,7 +246,7 @@ void add_feed_options(CLI::App* sub, FeedSpec& spec) {
   sub->add_option("--dim", spec.dims, "SYMBOL=VALUE: value of a symbolic dim for --random-inputs (repeatable)");
 }
 
-Feeds make_feeds(const Session& session, const FeedSpec& spec) {
+Feeds make_feeds(const Session& session, const FeedSpec& spec, uint64_t max_tensor_bytes) {
   const ir::Graph& g = *session.model().graph;
   std::set<std::string> symbols;
   for (const auto& io : session.inputs())
@@ -310,6 +312,17 @@ Feeds make_feeds(const Session& session, const FeedSpec& spec) {
         dims.push_back(it->second);
       }
     }
+    uint64_t count = 1, bytes = 0;
+    bool fits = true;
+    for (int64_t d : dims) fits = fits && !__builtin_mul_overflow(count, static_cast<uint64_t>(d), &count);
+    fits = fits && !__builtin_mul_overflow(count, static_cast<uint64_t>(dtype_size(io.dtype)), &bytes);
+    if (std::find(dims.begin(), dims.end(), 0) != dims.end()) bytes = 0, fits = true;
+    if (max_tensor_bytes && (!fits || bytes > max_tensor_bytes))
+      fail(ErrorCode::kLimit,
+           "input '{}' ({}): --random-inputs would make a {}{} tensor of {}, more than the largest "
+           "tensor allowed (--max-tensor-bytes, {}); choose smaller --dim values",
+           io.name, io.type, dtype_name(io.dtype), dims_str(dims), fits ? runtime::format_bytes(bytes) : "over 16 EiB",
+           runtime::format_bytes(max_tensor_bytes));
     try {
       feeds.values.emplace_back(io.name, Value(random_tensor(io.dtype, dims, rng)));
     } catch (const std::bad_alloc&) {

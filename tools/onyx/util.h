@@ -74,7 +74,9 @@ void add_feed_options(CLI::App* sub, FeedSpec& spec);
 /// (kInvalidArgument) for a malformed spec (a --dim value that is not an integer in
 /// [0, 2^31-1], a --dim symbol no input has, a symbol or an input given twice), an input
 /// name the model lacks (listing its inputs), or an input that is missing.
-Feeds make_feeds(const Session& session, const FeedSpec& spec);
+/// A random input larger than `max_tensor_bytes` (0: no limit) is refused (kLimit).
+Feeds make_feeds(const Session& session, const FeedSpec& spec,
+                 uint64_t max_tensor_bytes = SessionOptions{}.max_tensor_bytes);
 
 /// The value of graph input `vi` from `path`, in any form `onyx run` writes
 /// (format::read_value_path: .npy, .pb, a sequence folder, a NAME.none marker) or a .npz

@@ -9,7 +9,6 @@
 #include "kernels/reference/arith.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
-#include "simd/gemm.h"
 
 namespace onyx::kernels {
 
@@ -205,23 +204,6 @@ void check_out(const KernelContext& ctx, const Tensor& y, const Dims& want) {
     ctx.fail("output has shape {}, expected {}", dims_str(y.dims()), dims_str(want));
 }
 
-/// Float MatMul through simd::sgemm (threaded on the session's pool); the generic path
-/// below (gemm_any) is its reference.
-void matmul_f32_fast(const KernelContext& ctx, const MatMulPlan& p, const float* ad, const float* bd, float* yd) {
-  bool shared_b = true;
-  for (size_t t = 0; t < p.a_batch.size() && shared_b; ++t)
-    shared_b = p.b_batch[t] == 0 && p.a_batch[t] == static_cast<int64_t>(t);
-  if (shared_b) {  // a batch of A against one B is a single GEMM with the batches as rows
-    simd::sgemm(false, false, p.M * static_cast<int64_t>(p.a_batch.size()), p.N, p.K, 1.0f, ad, p.K, bd, p.N,
-                0.0f, yd, p.N, ctx.pool());
-    return;
-  }
-  for (size_t t = 0; t < p.a_batch.size(); ++t)
-    simd::sgemm(false, false, p.M, p.N, p.K, 1.0f, ad + p.a_batch[t] * p.M * p.K, p.K,
-                bd + p.b_batch[t] * p.K * p.N, p.N, 0.0f, yd + static_cast<int64_t>(t) * p.M * p.N, p.N,
-                ctx.pool());
-}
-
 void matmul_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -230,10 +212,6 @@ void matmul_kernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   MatMulPlan p = plan_matmul(ctx, a.dims(), b.dims());
   check_out(ctx, y, p.out);
-  if (a.dtype() == DType::kFloat && ctx.fast_paths()) {
-    matmul_f32_fast(ctx, p, a.data<float>(), b.data<float>(), y.data<float>());
-    return;
-  }
   dispatch_numeric(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* ad = a.data<T>();
@@ -277,19 +255,6 @@ void gemm_kernel(KernelContext& ctx) {
     if (c->rank() == 2) cm = c->dim(0);
     if ((cm != 1 && cm != M) || (cn != 1 && cn != N))
       ctx.fail("C of shape {} cannot broadcast to [{}, {}]", dims_str(c->dims()), M, N);
-  }
-  if (a.dtype() == DType::kFloat && ctx.fast_paths()) {
-    // Y = alpha * op(A) * op(B) + beta * C through simd::sgemm, C broadcast into Y first.
-    float* yd = y.data<float>();
-    const bool use_c = c && beta != 0.0f;
-    if (use_c) {
-      const float* cd = c->data<float>();
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) yd[i * N + j] = cd[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
-    }
-    simd::sgemm(ta, tb, M, N, K, alpha, a.data<float>(), a.dim(1), b.data<float>(), b.dim(1),
-                use_c ? beta : 0.0f, yd, N, ctx.pool());
-    return;
   }
   dispatch_numeric(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

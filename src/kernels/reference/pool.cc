@@ -8,7 +8,6 @@
 
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/window.h"
-#include "kernels/cpu/pool.h"
 #include "kernels/registry.h"
 
 namespace onyx::kernels {
@@ -114,14 +113,6 @@ Windows build_windows(const WindowGeom& g) {
   return w;
 }
 
-/// The 2-D fast path walks every kernel row and column; it takes windows of about the
-/// input's size (every real model) and leaves the rest to build_windows.
-bool fast_path_fits(const WindowGeom& g) {
-  for (size_t d = 0; d < g.nsp; ++d)
-    if (g.kernel[d] > 2 * g.in[d] + 2) return false;
-  return true;
-}
-
 template <typename T>
 void max_pool_typed(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -143,9 +134,6 @@ void max_pool_typed(KernelContext& ctx) {
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
   int64_t* ip = ind ? ind->data<int64_t>() : nullptr;
-  if constexpr (std::is_same_v<T, float>)
-    if (!ip && ctx.fast_paths() && fast_path_fits(g) && cpu::max_pool2d_f32(g, planes, xp, yp))
-      return;
   using A = acc_t<T>;
   Windows win = build_windows(g);
   for (int64_t pl = 0; pl < planes; ++pl) {
