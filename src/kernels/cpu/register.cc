@@ -14,6 +14,7 @@ void register_cpu(Registry& r) {
   cpu::register_pool(r);
   cpu::register_resize(r);
   cpu::register_rnn(r);
+  cpu::register_attention(r);
 }
 
 }  // namespace onyx::kernels

@@ -16,5 +16,6 @@ void register_resize(Registry& r);       // resize.cc: Resize nearest and linear
 void register_conv(Registry& r);         // conv.cc (Conv, FusedConv), conv_transpose.cc
 void register_matmul(Registry& r);       // matmul.cc: MatMul, Gemm, FusedMatMul, FusedGemm
 void register_rnn(Registry& r);          // rnn.cc: RNN, GRU, LSTM
+void register_attention(Registry& r);    // attention.cc: ai.onyx Attention, ONNX Attention
 
 }  // namespace onyx::kernels::cpu
