@@ -28,6 +28,7 @@
 #include "kernels/registry.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "runtime/thread_pool.h"
 #include "test_util.h"
 
@@ -89,7 +90,7 @@ std::vector<Tensor> run_reference(const Case& c) {
   const std::string bytes = m.serialize();
   SessionOptions opts;
   opts.reference_kernels = true;
-  auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
+  auto s = session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
   std::vector<Tensor> out;
   for (const Value& v : s->run(feeds)) out.push_back(v.tensor());
   return out;

@@ -27,6 +27,7 @@
 #include "model_builder.h"
 #include "onyx/error.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "runtime/thread_pool.h"
 #include "test_util.h"
 
@@ -183,7 +184,7 @@ std::vector<Tensor> run_session(const ModelSpec& m, const Feeds& feeds, bool ref
   SessionOptions opts;
   opts.threads = threads;
   opts.reference_kernels = reference;
-  auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
+  auto s = session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
   std::vector<Tensor> out;
   for (const Value& v : s->run(feeds)) out.push_back(v.tensor());
   return out;
