@@ -107,8 +107,11 @@ const tests = {
     await page.context().close();
 
     const phone = await newPage({ width: 390, height: 844 }, { mobile: true, scale: 2 });
-    await phone.goto(url + '?ort=1');
+    // Two threads asked for: the pthreads build, side by side with onnxruntime-web's two.
+    await phone.goto(url + '?ort=1&threads=2');
     await waitState(phone, ['done', 'error']);
+    const pexec = await phone.textContent('#exec');
+    check(pexec.includes('wasm · onyx-web-mt · 2 threads'), 'threads=2: the pthreads build with 2 threads', pexec);
     await phone.waitForFunction(() => document.querySelector('#o-warm').textContent !== '', null, { timeout: 120000 });
     check((await phone.textContent('#text')) === expected.get('0000.png'), 'phone width: reads crop 0000');
     const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
