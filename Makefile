@@ -4,7 +4,8 @@ BUILD ?= build
 SUITE ?= $(or $(ONYX_CONFORMANCE_DIR),$(CURDIR)/../shared/conformance/onnx-node)
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build demo test test-models test-asan test-tsan test-wasm conformance-report bench clean
+.PHONY: all setup build demo test test-models test-asan test-tsan test-wasm conformance-report bench clean \
+        web-build web test-web bench-web
 
 all: build
 
@@ -58,6 +59,26 @@ test-asan: setup
 # models the main build's tests export into $(BUILD)/models.
 test-tsan: build
 	@scripts/test_tsan.sh $(BUILD)
+
+# onyx-web (bindings/js): both WebAssembly builds (build-web/, build-web-mt/) and the
+# TypeScript package into bindings/js/dist/; `make web` serves the digit reader page (web/)
+# with COOP/COEP headers so the pthreads build is used.
+web-build: setup
+	@bindings/js/build.sh
+
+web: web-build
+	@node web/serve.mjs --build $(BUILD)
+
+# Playwright tests of the page and the package (tests/web/) in Debian's chromium; they
+# read the native CLI and the models exported by the main build's tests.
+test-web: build
+	@cd $(BUILD) && ctest -R models_export --output-on-failure >/dev/null
+	@scripts/test_web.sh $(BUILD)
+
+# onyx-web against onnxruntime-web 1.30 in headless chromium; rewrites bench/RESULTS-web.md.
+bench-web: build web-build
+	@cd $(BUILD) && ctest -R models_export --output-on-failure >/dev/null
+	@NODE_PATH=$(CURDIR)/node_modules node bench/web/run.mjs --build $(BUILD) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-wasm
