@@ -22,6 +22,7 @@
 #include "onyx/error.h"
 #include "onyx/session.h"
 #include "post/ctc.h"
+#include "runtime/session_internal.h"
 
 using namespace onyx;
 
@@ -212,7 +213,7 @@ OnyxSession* onyx_session_create(const uint8_t* data, size_t size, int threads, 
         int64_t opset = 0;
         auto it = model->opset_imports.find("");
         if (it != model->opset_imports.end()) opset = it->second;
-        s->session = Session::create(std::move(model), so);
+        s->session = session_from_model(std::move(model), so);
         s->threads = so.threads;
         std::string& j = s->io_json;
         j = "{\"inputs\":";
@@ -222,9 +223,8 @@ OnyxSession* onyx_session_create(const uint8_t* data, size_t size, int threads, 
         j += ",\"opset\":" + std::to_string(opset);
         j += ",\"threads\":" + std::to_string(s->threads);
         j += ",\"producer\":";
-        json_string(j, s->session->model().producer_name + (s->session->model().producer_version.empty()
-                                                                 ? ""
-                                                                 : " " + s->session->model().producer_version));
+        const ModelMetadata& md = s->session->metadata();
+        json_string(j, md.producer_name + (md.producer_version.empty() ? "" : " " + md.producer_version));
         j += ",\"build\":";
         json_string(j, onyx_version());
         j += '}';
