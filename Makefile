@@ -24,6 +24,7 @@ demo: build
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	@scripts/test_wasm.sh
+	@scripts/test_web.sh $(BUILD)
 	@scripts/test_tsan.sh $(BUILD)
 
 test-models: build
@@ -81,4 +82,4 @@ bench-web: build web-build
 	@NODE_PATH=$(CURDIR)/node_modules node bench/web/run.mjs --build $(BUILD) $(BENCH_ARGS)
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-wasm
+	rm -rf $(BUILD) build-asan build-tsan build-wasm build-web build-web-mt build-fuzz bindings/js/dist
