@@ -29,7 +29,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       fonts-crosextra-caladea fonts-urw-base35 fonts-cantarell fonts-roboto-slab fonts-firacode fonts-ebgaramond
       fonts-gnutypewriter fonts-dkg-handwriting fonts-breip fonts-rufscript fonts-humor-sans fonts-sjfonts
       fonts-kristi fonts-bwht
-      python3-cairo fontconfig fonts-open-sans fonts-lato fonts-go fonts-karla fonts-cabin fonts-linuxlibertine
+      python3-cairo fontconfig fonts-open-sans fonts-go fonts-karla fonts-cabin fonts-linuxlibertine
       fonts-sil-charis fonts-jetbrains-mono fonts-mononoki fonts-yanone-kaffeesatz fonts-comic-neue
       clang-16 libfuzzer-16-dev libclang-rt-16-dev
       pybind11-dev python3-pybind11 python3-pytest python3-dev chromium)
