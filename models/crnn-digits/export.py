@@ -181,7 +181,8 @@ def write_meta_v2(path, opset):
     meta["limitations"] = ("Digits only (no decimal point, minus sign or letters); one line of text per crop; dark ink "
                            "on light paper (invert light-on-dark crops first); trained on synthetic crops only (fonts "
                            "from Debian's font packages and a stroke model of pen-drawn digits), never on scans or "
-                           "real people's drawings.")
+                           "real people's drawings. Drawn digits are read less reliably than printed ones "
+                           "(MODEL.md's evaluation: the drawn set against the printed one).")
     meta["postprocessing"]["layout"] = "[N, T, C], T = W div 2 frames"
     meta["export"].update({"torch": torch.__version__, "onnx": onnx.__version__, "opset": opset,
                            "date": datetime.date.today().isoformat(),
