@@ -5,7 +5,9 @@
 #                      PyTorch/torchvision/onnx for the model parity test, Emscripten for
 #                      the WebAssembly build, the ONNX 1.12 node suite (libonnx-testdata),
 #                      Graphviz (SVG/HTML pictures of `onyx graph`), libspng (PNG decoding of
-#                      `onyx ocr`), PIL and fonts (the digit reader's synthetic crops), OpenBLAS
+#                      `onyx ocr`), PIL and fonts (the digit reader's synthetic crops; v2's
+#                      training fonts, and python3-cairo with the held-out fonts of its
+#                      evaluation sets), OpenBLAS
 #                      (Debian's torch and numpy are far slower on the reference BLAS),
 #                      clang-16 + libFuzzer (fuzzing, ThreadSanitizer), pybind11 + pytest
 #                      (the Python module), chromium (browser tests of onyx-web)
@@ -23,6 +25,12 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       python3 python3-numpy python3-torch python3-torchvision python3-onnx nodejs
       libonnx-testdata emscripten graphviz libspng-dev python3-pil libopenblas0-pthread
       fonts-dejavu-core fonts-liberation2 fonts-roboto-unhinted
+      fonts-liberation fonts-freefont-ttf fonts-noto-mono fonts-inconsolata fonts-crosextra-carlito
+      fonts-crosextra-caladea fonts-urw-base35 fonts-cantarell fonts-roboto-slab fonts-firacode fonts-ebgaramond
+      fonts-gnutypewriter fonts-dkg-handwriting fonts-breip fonts-rufscript fonts-humor-sans fonts-sjfonts
+      fonts-kristi fonts-bwht
+      python3-cairo fontconfig fonts-open-sans fonts-go fonts-karla fonts-cabin fonts-linuxlibertine
+      fonts-sil-charis fonts-jetbrains-mono fonts-mononoki fonts-yanone-kaffeesatz fonts-comic-neue
       clang-16 libfuzzer-16-dev libclang-rt-16-dev
       pybind11-dev python3-pybind11 python3-pytest python3-dev chromium)
 # Debian's npm conflicts with NodeSource's nodejs, which ships its own npm.
