@@ -32,7 +32,8 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       python3-cairo fontconfig fonts-open-sans fonts-go fonts-karla fonts-cabin fonts-linuxlibertine
       fonts-sil-charis fonts-jetbrains-mono fonts-mononoki fonts-yanone-kaffeesatz fonts-comic-neue
       clang-16 libfuzzer-16-dev libclang-rt-16-dev
-      pybind11-dev python3-pybind11 python3-pytest python3-dev chromium)
+      pybind11-dev python3-pybind11 python3-pytest python3-dev python3-pip python3-setuptools
+      python3-wheel chromium)
 # Debian's npm conflicts with NodeSource's nodejs, which ships its own npm.
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
