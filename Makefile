@@ -3,8 +3,10 @@ BUILD ?= build
 # The ONNX 1.22 node suite: ONYX_CONFORMANCE_DIR from the environment, else beside the clone.
 SUITE ?= $(or $(ONYX_CONFORMANCE_DIR),$(CURDIR)/../shared/conformance/onnx-node)
 JOBS ?= $(shell nproc)
+# Seconds per fuzz target of `make fuzz` (`make test` runs each for 30).
+FUZZ_SECONDS ?= 300
 
-.PHONY: all setup build demo test test-models test-asan test-tsan test-wasm conformance-report bench clean
+.PHONY: all setup build demo test test-models test-asan test-tsan test-wasm fuzz conformance-report bench clean
 
 all: build
 
@@ -24,6 +26,7 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	@scripts/test_wasm.sh
 	@scripts/test_tsan.sh $(BUILD)
+	@scripts/test_fuzz.sh --seconds 30
 
 test-models: build
 	@cd $(BUILD) && ctest -R 'models_parity|crnn_digits' --output-on-failure
@@ -56,5 +59,11 @@ test-asan: setup
 test-tsan: build
 	@scripts/test_tsan.sh $(BUILD)
 
+# The libFuzzer targets of tests/fuzz (clang-16, ASan + UBSan, in build-fuzz): replays the
+# regressions, then runs each target for FUZZ_SECONDS, two at a time; the corpora grow in
+# build-fuzz/corpus.
+fuzz: setup
+	@scripts/test_fuzz.sh --seconds $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-wasm
+	rm -rf $(BUILD) build-asan build-tsan build-wasm build-fuzz

@@ -6,7 +6,8 @@
 #                      the WebAssembly build, the ONNX 1.12 node suite (libonnx-testdata),
 #                      Graphviz (SVG/HTML pictures of `onyx graph`), libspng (PNG decoding of
 #                      `onyx ocr`), PIL and fonts (the digit reader's synthetic crops), OpenBLAS
-#                      (Debian's torch and numpy are far slower on the reference BLAS)
+#                      (Debian's torch and numpy are far slower on the reference BLAS),
+#                      clang-16 with libFuzzer and the sanitizer runtimes (tests/fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +21,8 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
       python3 python3-numpy python3-torch python3-torchvision python3-onnx nodejs
       libonnx-testdata emscripten graphviz libspng-dev python3-pil libopenblas0-pthread
-      fonts-dejavu-core fonts-liberation2 fonts-roboto-unhinted)
+      fonts-dejavu-core fonts-liberation2 fonts-roboto-unhinted
+      clang-16 libfuzzer-16-dev libclang-rt-16-dev)
 # Debian's npm conflicts with NodeSource's nodejs, which ships its own npm.
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
