@@ -9,10 +9,14 @@ namespace onyx::runtime {
 namespace {
 
 constexpr int kMaxInlineDepth = 32;
+/// Most nodes the graph may have once every call is inlined: a function calling another
+/// twice, 30 levels deep, is a 3 KB file asking for 2^30 nodes.
+constexpr size_t kMaxInlinedNodes = 1'000'000;
 
 struct Inliner {
   const ir::Model& model;
   int counter = 0;
+  size_t emitted = 0;  // nodes of the result so far (subgraphs included)
 
   const ir::Function* find(const ir::Node& n) const {
     for (const auto& f : model.functions)
@@ -71,6 +75,10 @@ struct Inliner {
         }
       const ir::Function* f = find(node);
       if (!f) {
+        if (++emitted > kMaxInlinedNodes)
+          fail_model("{}: inlining the model's functions makes more than {} nodes (functions that "
+                     "call each other many times over)",
+                     node.describe(), kMaxInlinedNodes);
         result.push_back(std::move(node));
         continue;
       }

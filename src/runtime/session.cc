@@ -1,5 +1,6 @@
 #include "onyx/session.h"
 
+#include <algorithm>
 #include <array>
 #include <set>
 #include <unordered_set>
@@ -125,7 +126,13 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<ir::Model> model, const
       fail_unsupported("the model imports opset {} of the default domain; onyx knows opsets 1..{}",
                        version, kMaxDefaultOpset);
   impl->graph = runtime::inline_functions(*model);
-  impl->plan = runtime::compile_graph(*impl->graph, runtime::PlanOptions{});
+  // Folded constants may take 256 MiB, or four times the weights where they are larger
+  // (dequantized int8 weights are four times their size).
+  runtime::PlanOptions plan_opts;
+  uint64_t weights = model->file_bytes;
+  for (const auto& f : model->external_files) weights += f.bytes_used;
+  plan_opts.fold_total_bytes = std::max(plan_opts.fold_total_bytes, weights * 4);
+  impl->plan = runtime::compile_graph(*impl->graph, plan_opts);
   std::set<std::string> inits;
   for (const auto& [n, t] : impl->graph->initializers) inits.insert(n);
   for (const auto& v : impl->graph->inputs) impl->inputs.push_back(io_info(v, inits.count(v.name) > 0));
