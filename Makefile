@@ -26,7 +26,6 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	@scripts/test_wasm.sh
 	@scripts/test_tsan.sh $(BUILD)
-	@scripts/test_fuzz.sh --seconds 30
 
 test-models: build
 	@cd $(BUILD) && ctest -R 'models_parity|crnn_digits' --output-on-failure
@@ -66,4 +65,4 @@ fuzz: setup
 	@scripts/test_fuzz.sh --seconds $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-wasm build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-wasm

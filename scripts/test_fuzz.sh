@@ -13,6 +13,8 @@
 #                    tests/fuzz/make_corpus.py the first time); DIR/history.tsv records
 #                    each run (executions, coverage, corpus size)
 #     --every K      seed with every K-th model / .pb file of the ONNX suites only
+#     --keep-going   start a target again after a finding until its time is spent (long
+#                    campaigns); each finding is kept in build-fuzz/artifacts/<target>/
 #     TARGET         load run tensor_proto npy npz png (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,7 @@ seconds=${FUZZ_SECONDS:-30}
 jobs=2
 corpus=build-fuzz/corpus
 every=1
+keep_going=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,6 +32,7 @@ while [ $# -gt 0 ]; do
     --corpus) corpus=$2; shift 2 ;;
     --every) every=$2; shift 2 ;;
     --replay-only) seconds=0; shift ;;
+    --keep-going) keep_going=1; shift ;;
     -*) echo "test_fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -95,28 +99,44 @@ mkdir -p "$build/logs" "$build/artifacts"
 history=$corpus/history.tsv
 [ -f "$history" ] || printf 'date\ttarget\tseconds\texecutions\tcov\tft\tcorpus_files\tresult\n' > "$history"
 
+# fuzz_one TARGET: runs TARGET for $seconds; with --keep-going it starts again after each
+# finding until the time is spent. Each run appends a line to $history.
 fuzz_one() {
-  local t=$1 log=$build/logs/$1.log rc=0
+  local t=$1 log=$build/logs/$1.log status=0 deadline=$((SECONDS + seconds)) round=0
   mkdir -p "$build/artifacts/$t"
-  # shellcheck disable=SC2046
-  nice -n 10 "$build/fuzz_$t" $(flags "$t") -max_total_time="$seconds" \
-    -artifact_prefix="$build/artifacts/$t/" "$corpus/$t" > "$log" 2>&1 || rc=$?
-  local execs cov ft files result=ok
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
-  [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)
-  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || true)
-  ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || true)
-  files=$(find "$corpus/$t" -type f ! -name .seeded | wc -l)
-  [ "$rc" -eq 0 ] || result="FAILED (exit $rc)"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$seconds" "${execs:-0}" "${cov:-?}" \
-    "${ft:-?}" "$files" "$result" >> "$history"
-  printf '  %-13s %10s executions  cov %-6s ft %-7s corpus %-6s %s\n' "$t" "${execs:-0}" "${cov:-?}" \
-    "${ft:-?}" "$files" "$result"
-  if [ "$rc" -ne 0 ]; then
-    grep -E "ERROR|SUMMARY|runtime error|terminate|Test unit written|ALARM|out-of-memory" "$log" | tail -8 | sed 's/^/    /'
-    echo "    log: $log"
-    return 1
-  fi
+  : > "$log"
+  while :; do
+    local left=$((deadline - SECONDS)) rc=0 run_log=$build/logs/$t.$round.log started=$SECONDS
+    [ "$left" -gt 0 ] || break
+    # shellcheck disable=SC2046
+    nice -n 10 "$build/fuzz_$t" $(flags "$t") -max_total_time="$left" \
+      -artifact_prefix="$build/artifacts/$t/" "$corpus/$t" > "$run_log" 2>&1 || rc=$?
+    cat "$run_log" >> "$log"
+    local execs cov ft files result=ok
+    execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$run_log" | tail -1 | grep -o '[0-9]*$' || true)
+    [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$run_log" | tail -1 | tr -d '#' || true)
+    cov=$(grep -oE 'cov: [0-9]+' "$run_log" | tail -1 | grep -oE '[0-9]+' || true)
+    ft=$(grep -oE 'ft: [0-9]+' "$run_log" | tail -1 | grep -oE '[0-9]+' || true)
+    files=$(find "$corpus/$t" -type f ! -name .seeded | wc -l)
+    [ "$rc" -eq 0 ] || result="FAILED (exit $rc)"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$((SECONDS - started))" \
+      "${execs:-0}" "${cov:-?}" "${ft:-?}" "$files" "$result" >> "$history"
+    printf '  %-13s %10s executions  cov %-6s ft %-7s corpus %-6s %s\n' "$t" "${execs:-0}" "${cov:-?}" \
+      "${ft:-?}" "$files" "$result"
+    if [ "$rc" -ne 0 ]; then
+      grep -E "ERROR|SUMMARY|runtime error|FUZZ FINDING|terminate|Test unit written|ALARM|out-of-memory" "$run_log" |
+        tail -8 | sed 's/^/    /'
+      echo "    log: $log"
+      status=1
+      [ "$keep_going" = 1 ] || break
+    else
+      break
+    fi
+    rm -f "$run_log"
+    round=$((round + 1))
+  done
+  rm -f "$build/logs/$t.$round.log"
+  return "$status"
 }
 
 echo "fuzz: each target for ${seconds}s, $jobs at a time (corpus $corpus)"

@@ -13,7 +13,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::shared_ptr<onyx::ir::Model> model;
   onyx::fuzz::expect_error_only([&] { model = onyx::format::load_model_from_bytes(data, size); });
   // check_model never throws for a loaded model: every fault is a Problem in its report.
-  if (model) (void)onyx::check::check_model(*model);
+  // One that reports a standard-library exception caught inside is a finding.
+  if (!model) return 0;
+  for (const auto& p : onyx::check::check_model(*model).problems)
+    if (onyx::fuzz::wraps_std_exception(p.message)) onyx::fuzz::finding("check_model", p.message);
   return 0;
 }
 
