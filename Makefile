@@ -30,9 +30,12 @@ test: build
 test-models: build
 	@cd $(BUILD) && ctest -R 'models_parity|crnn_digits' --output-on-failure
 
-# onyx against onnxruntime-node, interleaved in one run; rewrites bench/RESULTS.md.
-bench: build
-	@/usr/bin/python3 bench/run.py --build-dir $(BUILD)
+# onyx against onnxruntime-node, interleaved in one run (bench/README.md); rewrites
+# bench/RESULTS.md and bench/results.json. Only the CLI is built. To iterate on one model:
+# make bench BENCH_ARGS="--only resnet50 --rounds 2".
+bench: setup $(BUILD)/build.ninja
+	@ninja -C $(BUILD) -j$(JOBS) onyx
+	@/usr/bin/python3 bench/run.py --build-dir $(BUILD) $(BENCH_ARGS)
 
 test-wasm: setup
 	@scripts/test_wasm.sh

@@ -7,10 +7,11 @@
 //
 // Cold: InferenceSession.create (read + optimize + plan: onyx's open + session) and the
 // first run, each timed once. Warm: after --warmup runs, at least --runs runs and at least
-// --min-time seconds of them, each timed alone (await session.run). Session options:
-// intraOpNumThreads = --threads, interOpNumThreads 1, graphOptimizationLevel 'all',
-// sequential execution. Inputs come from .npy files only, so that both runtimes get the
-// same bytes (bench/run.py writes seeded random inputs to .npy when a model needs them).
+// --min-time seconds of them, each timed alone (await session.run). Session options (echoed
+// in the JSON): CPU provider, intraOpNumThreads = --threads, interOpNumThreads 1,
+// graphOptimizationLevel 'all', memory arena and patterns on, sequential execution.
+// Inputs come from .npy files only, so that both runtimes get the same bytes (the
+// exporters write each model's seeded input set as .npy).
 'use strict';
 const path = require('path');
 const { NpyError, readNpy } = require('../tests/models/npy.js');
@@ -89,8 +90,14 @@ async function main() {
   }
   // Inputs are read before the clock starts: reading files is not part of either runtime.
   const arrays = a.inputs.map(([name, file]) => [name, readNpy(file)]);
+  // Every graph optimization on ('all': basic, extended and layout/NCHWc transforms), the
+  // memory arena and memory patterns on (onnxruntime's defaults, stated so the JSON records
+  // them), intra-op pool spinning left at its default (on).
   const opts = {
+    executionProviders: ['cpu'],
     graphOptimizationLevel: 'all',
+    enableCpuMemArena: true,
+    enableMemPattern: true,
     executionMode: 'sequential',
     intraOpNumThreads: a.threads,
     interOpNumThreads: 1,
@@ -130,6 +137,7 @@ async function main() {
     model: a.model,
     provider: 'cpu',
     threads: a.threads,
+    session_options: opts,
     inputs: arrays.map(([name, t]) => ({ name, dtype: t.type, shape: Array.from(t.dims) })),
     cold: { load_ms: loadMs, first_run_ms: firstMs, total_ms: loadMs + firstMs },
     warm: { warmup: a.warmup, runs: times.length, seconds: warmS, ...summarize(times) },

@@ -32,9 +32,20 @@ struct IoInfo {
 /// a model (or inputs) that asks for more than it should: a run that would pass one ends
 /// with an onyx::Error of code kLimit naming the node, before the memory is taken.
 /// 0 turns a limit off.
+/// How much the graph is rewritten before it is planned (src/opt/).
+enum class GraphOptimization {
+  kNone,   ///< the graph as the file has it
+  kBasic,  ///< standard-op rewrites: folding, dead nodes, BatchNormalization folding, ...
+  kAll,    ///< basic, plus fusions into onyx's own fused kernels
+};
+
 struct SessionOptions {
   /// Threads of the session's intra-op pool (the calling thread counts as one).
   int threads = 1;
+  GraphOptimization optimize = GraphOptimization::kAll;
+  /// Run every node on its reference kernel (the spec-complete oracle the optimized
+  /// kernels are tested against) instead of the optimized ones.
+  bool reference_kernels = false;
   /// Largest single tensor a node may create, in bytes (strings count 32 bytes each).
   uint64_t max_tensor_bytes = uint64_t{2} << 30;  // 2 GiB
   /// Most bytes the tensors created by one run may hold at once.

@@ -62,6 +62,8 @@ class Tensor {
   /// Identity of the allocation the data lives in (the same for every view of one
   /// buffer or one mapped file); null for an undefined tensor.
   const void* storage() const { return holder_.get(); }
+  /// How many tensors share the buffer (1: this one alone).
+  long storage_users() const { return holder_.use_count(); }
 
  private:
   DType dtype_ = DType::kUndefined;

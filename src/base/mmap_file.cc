@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,22 +14,88 @@
 
 namespace onyx {
 
-std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(ErrorCode::kIo, "cannot open '{}': {}", path, std::strerror(errno));
+namespace {
+
+/// What a non-regular file is, for messages.
+const char* file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  return "not a regular file";
+}
+
+/// Reads `size` bytes from `fd` into `buf`; false with errno (0: early end) on failure.
+bool read_all(int fd, unsigned char* buf, size_t size, int& err) {
+  size_t got = 0;
+  while (got < size) {
+    ssize_t r = ::read(fd, buf + got, size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      err = r == 0 ? 0 : errno;
+      return false;
+    }
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+}  // namespace
+
+int open_regular_file(const std::string& path, const char* what, size_t& size) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) fail(ErrorCode::kIo, "cannot open {} '{}': {}", what, path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
-    fail(ErrorCode::kIo, "cannot stat '{}': {}", path, std::strerror(e));
+    fail(ErrorCode::kIo, "cannot stat {} '{}': {}", what, path, std::strerror(e));
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(ErrorCode::kIo, "'{}' is a directory, expected a file", path);
+    fail(ErrorCode::kIo, "{} '{}' is {}, expected a regular file", what, path,
+         file_kind(st.st_mode));
   }
+  if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) > SIZE_MAX) {
+    ::close(fd);
+    fail(ErrorCode::kIo, "{} '{}' is too large to read ({} bytes)", what, path,
+         static_cast<int64_t>(st.st_size));
+  }
+  size = static_cast<size_t>(st.st_size);
+  return fd;
+}
+
+std::string read_regular_file(const std::string& path, const char* what, size_t max_bytes) {
+  size_t size = 0;
+  int fd = open_regular_file(path, what, size);
+  if (size > max_bytes) {
+    ::close(fd);
+    fail_arg("{} '{}' is {} bytes; files over {} bytes are refused", what, path, size, max_bytes);
+  }
+  std::string out;
+  try {
+    out.resize(size);
+  } catch (const std::exception&) {
+    ::close(fd);
+    fail(ErrorCode::kIo, "out of memory reading {} '{}' ({} bytes)", what, path, size);
+  }
+  int e = 0;
+  bool ok = read_all(fd, reinterpret_cast<unsigned char*>(out.data()), size, e);
+  ::close(fd);
+  if (!ok)
+    fail(ErrorCode::kIo, "cannot read {} '{}': {}", what, path,
+         e ? std::strerror(e) : "unexpected end");
+  return out;
+}
+
+std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, const char* what) {
+  size_t size = 0;
+  int fd = open_regular_file(path, what, size);
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;
-  f->size_ = static_cast<size_t>(st.st_size);
+  f->size_ = size;
   if (f->size_ == 0) {
     ::close(fd);
     return f;
@@ -46,20 +113,16 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
   auto* buf = static_cast<unsigned char*>(std::malloc(f->size_));
   if (!buf) {
     ::close(fd);
-    fail(ErrorCode::kIo, "out of memory reading '{}' ({} bytes)", path, f->size_);
+    fail(ErrorCode::kIo, "out of memory reading {} '{}' ({} bytes)", what, path, f->size_);
   }
-  size_t got = 0;
-  while (got < f->size_) {
-    ssize_t r = ::read(fd, buf + got, f->size_ - got);
-    if (r <= 0) {
-      int e = errno;
-      std::free(buf);
-      ::close(fd);
-      fail(ErrorCode::kIo, "cannot read '{}': {}", path, r == 0 ? "unexpected end" : std::strerror(e));
-    }
-    got += static_cast<size_t>(r);
-  }
+  int e = 0;
+  bool ok = read_all(fd, buf, f->size_, e);
   ::close(fd);
+  if (!ok) {
+    std::free(buf);
+    fail(ErrorCode::kIo, "cannot read {} '{}': {}", what, path,
+         e ? std::strerror(e) : "unexpected end");
+  }
   f->data_ = buf;
   return f;
 }

@@ -1,15 +1,30 @@
-// Read-only memory mapping of a whole file (falls back to reading where mmap is absent).
+// Reading files from strangers: regular files only, opened without blocking (a FIFO or a
+// device named as a model, external data or input must not hang the process), then mapped
+// read-only (read into memory where mmap is absent) or read whole.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
 namespace onyx {
 
+/// Opens `path` read-only without blocking and checks that it is a regular file (not a
+/// directory, FIFO, socket or device); returns the descriptor (close-on-exec) and its
+/// size. Throws onyx::Error (kIo) naming `what` ("model", "alphabet file"), the path and
+/// what it is instead.
+int open_regular_file(const std::string& path, const char* what, size_t& size);
+
+/// The whole contents of regular file `path` (see open_regular_file for the errors);
+/// a file larger than `max_bytes` is refused (kInvalidArgument) before it is read.
+std::string read_regular_file(const std::string& path, const char* what = "file",
+                              size_t max_bytes = SIZE_MAX);
+
 class MappedFile {
  public:
-  /// Maps `path` read-only; throws onyx::Error (kIo) naming the path on failure.
-  static std::shared_ptr<MappedFile> open(const std::string& path);
+  /// Maps regular file `path` read-only; throws onyx::Error (kIo) naming the path on
+  /// failure (see open_regular_file).
+  static std::shared_ptr<MappedFile> open(const std::string& path, const char* what = "file");
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 #include "base/error.h"
+#include "base/mmap_file.h"
 
 namespace onyx {
 namespace {
@@ -92,16 +92,8 @@ std::string sha256_hex(const void* data, size_t size) {
 }
 
 std::string sha256_file_hex(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorCode::kIo, "cannot open '{}' to hash it", path);
-  Sha256 h;
-  std::vector<char> buf(1 << 16);
-  while (f) {
-    f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (f.gcount() > 0) h.update(buf.data(), static_cast<size_t>(f.gcount()));
-  }
-  if (f.bad()) fail(ErrorCode::kIo, "error reading '{}'", path);
-  return h.hex_digest();
+  auto f = MappedFile::open(path, "file to hash");
+  return sha256_hex(f->data(), f->size());
 }
 
 }  // namespace onyx

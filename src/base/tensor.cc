@@ -3,12 +3,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 
+#include "base/checked.h"
 #include "base/error.h"
 
 namespace onyx {
 
 int64_t dims_numel(const Dims& dims) {
+  if (dims.size() > static_cast<size_t>(kMaxRank))
+    fail_model("a shape of rank {} has more than the {} axes onyx allows", dims.size(), kMaxRank);
   int64_t n = 1;
   for (int64_t d : dims) {
     if (d < 0) fail_model("negative dimension {} in shape {}", d, dims_str(dims));
@@ -42,7 +46,13 @@ Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
     fail_arg("tensor of shape {} and dtype {} is too large to allocate", dims_str(dims_),
              dtype_name(dtype));
   if (dtype == DType::kString) {
-    auto* arr = new std::string[numel_ > 0 ? numel_ : 1];
+    std::string* arr = nullptr;
+    try {
+      arr = new std::string[numel_ > 0 ? numel_ : 1];
+    } catch (const std::bad_alloc&) {
+      fail_runtime("out of memory allocating a string tensor of shape {} ({} strings)",
+                   dims_str(dims_), numel_);
+    }
     holder_ = std::shared_ptr<void>(arr, [](void* p) { delete[] static_cast<std::string*>(p); });
     data_ = arr;
     return;

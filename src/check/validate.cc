@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 
+#include "base/checked.h"
 #include "base/error.h"
 #include "check/schema.h"
 #include "kernels/registry.h"
@@ -671,7 +672,8 @@ class Checker {
         return;
       Dims dims = ir::shape_dims(t.shape);
       int64_t numel = 1;
-      for (int64_t d : dims) numel *= d;
+      for (int64_t d : dims)
+        if (!mul_fits(numel, d, numel)) return;  // far past fold_limit
       if (numel > opts_.fold_limit) return;
       out[i] = Value(Tensor(t.elem, dims));
     }
@@ -712,7 +714,7 @@ class Checker {
     const auto& reg = kernels::default_registry();
     std::vector<const kernels::KernelDef*> defs, mine, in_range;
     for (const auto& d : reg.all())
-      if (d.op == n.op_type && d.domain == n.domain) defs.push_back(&d);
+      if (!d.optimized && d.op == n.op_type && d.domain == n.domain) defs.push_back(&d);
     const std::string op = n.domain.empty() ? n.op_type : n.domain + "." + n.op_type;
     if (defs.empty()) return fmt::format("onyx has no kernel for {}", op);
     for (const auto* d : defs)

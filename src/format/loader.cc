@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "base/checked.h"
 #include "base/error.h"
 #include "base/half.h"
 #include "base/mmap_file.h"
@@ -132,7 +133,7 @@ std::shared_ptr<MappedFile> open_external(LoadCtx& ctx, const RawTensor& t,
                tensor_label(t), location, full.string(), base.string());
   std::shared_ptr<MappedFile> mf;
   try {
-    mf = MappedFile::open(full.string());
+    mf = MappedFile::open(full.string(), "external data file");
   } catch (const Error& e) {
     fail_model("{}: external data file missing or unreadable: {}", tensor_label(t), e.what());
   }
@@ -159,6 +160,9 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
     fail_model("{}: unknown data_type {} (valid codes are 1..{})", tensor_label(t), t.data_type,
                kMaxDTypeCode);
   DType dt = static_cast<DType>(t.data_type);
+  if (t.dims.size() > static_cast<size_t>(kMaxRank))
+    fail_model("{}: has {} dims; onyx allows at most {} axes", tensor_label(t), t.dims.size(),
+               kMaxRank);
   for (int64_t d : t.dims)
     if (d < 0) fail_model("{}: negative dimension {} in dims {}", tensor_label(t), d, dims_str(t.dims));
   int64_t n;
@@ -393,6 +397,8 @@ std::pair<std::string, Tensor> read_sparse_tensor(LoadCtx& ctx, Wire w) {
   const int64_t nnz = v.numel();
   if (dims.empty())
     fail_model("{}: has no dims (the shape of the dense tensor must have rank >= 1)", label);
+  if (dims.size() > static_cast<size_t>(kMaxRank))
+    fail_model("{}: has {} dims; onyx allows at most {} axes", label, dims.size(), kMaxRank);
   for (int64_t d : dims)
     if (d < 0) fail_model("{}: negative dimension {} in dims {}", label, d, dims_str(dims));
   int64_t total;
@@ -473,6 +479,9 @@ ir::Shape read_shape(Wire w) {
       w.skip();
       continue;
     }
+    if (s.size() == static_cast<size_t>(kMaxRank))
+      fail_model("a declared shape has more than {} dims; onyx allows at most {} axes", kMaxRank,
+                 kMaxRank);
     Wire d = w.sub("TensorShapeProto.Dimension");
     ir::Dim dim;
     while (d.next()) {
@@ -551,7 +560,13 @@ ir::ValueInfo read_value_info(LoadCtx& ctx, Wire w) {
   while (w.next()) {
     switch (w.tag()) {
       case 1: v.name = w.str(); break;
-      case 2: v.type = read_type(ctx, w.sub("TypeProto")); break;
+      case 2:
+        try {
+          v.type = read_type(ctx, w.sub("TypeProto"));
+        } catch (const Error& e) {
+          throw Error(e.code(), fmt::format("value '{}': {}", v.name, e.what()));
+        }
+        break;
       default: w.skip();
     }
   }
@@ -753,7 +768,7 @@ auto guarded(const std::string& where, F&& f) {
 }  // namespace
 
 std::shared_ptr<ir::Model> load_model(const std::string& path) {
-  auto file = MappedFile::open(path);
+  auto file = MappedFile::open(path, "model");
   return guarded(path, [&] {
     LoadCtx ctx;
     fs::path p(path);
@@ -798,10 +813,24 @@ namespace {
 
 Value read_value_impl(LoadCtx& ctx, Wire w, const ir::TypeInfo& type);
 
+/// Field names of SequenceProto/OptionalProto values onyx cannot hold (it has sequences
+/// of tensors and optionals of a tensor or such a sequence only).
+const char* unheld_field(uint32_t tag, bool sequence) {
+  switch (tag) {
+    case 4: return sequence ? "sparse_tensor_values" : "sparse_tensor_value";
+    case 5: return sequence ? "sequence_values" : nullptr;
+    case 6: return sequence ? "map_values" : "map_value";
+    case 7: return sequence ? "optional_values" : "optional_value";
+    default: return nullptr;
+  }
+}
+
 Value read_sequence(LoadCtx& ctx, Wire w, const ir::TypeInfo& type) {
   std::vector<Tensor> items;
   DType elem = type.inner ? type.inner->elem : DType::kUndefined;
   while (w.next()) {
+    if (const char* f = unheld_field(w.tag(), true))
+      fail_unsupported("SequenceProto holds {}: onyx holds sequences of tensors only", f);
     switch (w.tag()) {
       case 3: items.push_back(read_tensor(ctx, w.sub("SequenceProto.tensor_values")).second); break;
       default: w.skip();
@@ -815,6 +844,8 @@ Value read_optional(LoadCtx& ctx, Wire w, const ir::TypeInfo& type) {
   Value v;
   ir::TypeInfo inner = type.inner ? *type.inner : ir::TypeInfo{};
   while (w.next()) {
+    if (const char* f = unheld_field(w.tag(), false))
+      fail_unsupported("OptionalProto holds {}: onyx holds optionals of a tensor or a sequence of tensors only", f);
     switch (w.tag()) {
       case 3: v = Value(read_tensor(ctx, w.sub("OptionalProto.tensor_value")).second); break;
       case 5: v = read_sequence(ctx, w.sub("SequenceProto"), inner); break;
@@ -828,6 +859,8 @@ Value read_value_impl(LoadCtx& ctx, Wire w, const ir::TypeInfo& type) {
   switch (type.kind) {
     case ir::TypeInfo::Kind::kSequence: return read_sequence(ctx, std::move(w), type);
     case ir::TypeInfo::Kind::kOptional: return read_optional(ctx, std::move(w), type);
+    case ir::TypeInfo::Kind::kMap:
+      fail_unsupported("the value is declared {}: onyx holds no map values (MapProto)", type.str());
     default: return Value(read_tensor(ctx, std::move(w)).second);
   }
 }
@@ -845,7 +878,7 @@ Value read_value_proto(const void* data, size_t size, const ir::TypeInfo& type) 
 }
 
 Value read_value_file(const std::string& path, const ir::TypeInfo& type) {
-  auto f = MappedFile::open(path);
+  auto f = MappedFile::open(path, "input file");
   try {
     return read_value_proto(f->data(), f->size(), type);
   } catch (const Error& e) {

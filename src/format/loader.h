@@ -22,7 +22,9 @@ std::shared_ptr<ir::Model> load_model_from_bytes(const void* data, size_t size,
 Tensor read_tensor_proto(const void* data, size_t size);
 
 /// Decodes a .pb value file: a TensorProto, SequenceProto or OptionalProto, chosen by
-/// `type` (the declared type of the graph input/output it is for).
+/// `type` (the declared type of the graph input/output it is for). Throws onyx::Error
+/// (kUnsupported) for what onyx's Value cannot hold: a map (MapProto), a sequence of
+/// anything but tensors, an optional of a map or an optional.
 Value read_value_proto(const void* data, size_t size, const ir::TypeInfo& type);
 
 /// Reads a whole .pb file as read_value_proto does.

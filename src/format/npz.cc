@@ -166,7 +166,7 @@ std::vector<NpzArray> read_npz(const void* data, size_t size, const std::string&
 }
 
 std::vector<NpzArray> read_npz_file(const std::string& path, const InflateFn& inflate) {
-  auto f = MappedFile::open(path);
+  auto f = MappedFile::open(path, "npz file");
   return read_npz(f->data(), f->size(), path, inflate);
 }
 

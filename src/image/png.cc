@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "base/error.h"
+#include "base/mmap_file.h"
 
 namespace onyx::image {
 namespace {
@@ -105,15 +105,8 @@ RgbaImage read_png_file(const std::string& path, const PngLimits& limits) {
   auto st = fs::status(path, ec);
   if (ec || !fs::exists(st)) fail(ErrorCode::kIo, "cannot open image '{}': no such file", path);
   if (fs::is_directory(st)) fail(ErrorCode::kIo, "image '{}' is a folder, not a PNG file", path);
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) fail(ErrorCode::kIo, "cannot open image '{}' for reading", path);
-  std::streamoff n = f.tellg();
-  if (n < 0) fail(ErrorCode::kIo, "cannot read image '{}'", path);
-  if (static_cast<uint64_t>(n) > limits.max_file_bytes)
-    fail_arg("image '{}' is {} bytes; PNG files over {} bytes are refused", path, n, limits.max_file_bytes);
-  std::string buf(static_cast<size_t>(n), '\0');
-  f.seekg(0);
-  if (n > 0 && !f.read(buf.data(), n)) fail(ErrorCode::kIo, "cannot read image '{}'", path);
+  // Regular files only, opened without blocking: a FIFO named as an image must not hang.
+  std::string buf = read_regular_file(path, "image", limits.max_file_bytes);
   return decode_png(buf.data(), buf.size(), path, limits);
 }
 

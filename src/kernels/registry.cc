@@ -24,20 +24,51 @@ void Registry::add(std::string_view domain, std::string_view op, int since, int 
   add(std::move(d));
 }
 
+void Registry::add_optimized(std::string_view domain, std::string_view op, int since, int until,
+                             std::vector<DType> dtypes, KernelFactory factory, int priority,
+                             int type_input) {
+  KernelDef d;
+  d.domain = std::string(domain);
+  d.op = std::string(op);
+  d.since = since;
+  d.until = until;
+  d.dtypes = std::move(dtypes);
+  d.type_input = type_input;
+  d.factory = factory;
+  d.optimized = true;
+  d.priority = priority;
+  add(std::move(d));
+}
+
+namespace {
+bool matches(const KernelDef& d, std::string_view domain, std::string_view op, int opset, DType dtype) {
+  if (d.op != op || d.domain != domain || opset < d.since || opset > d.until) return false;
+  return d.dtypes.empty() || dtype == DType::kUndefined || d.type_input < 0 ||
+         std::find(d.dtypes.begin(), d.dtypes.end(), dtype) != d.dtypes.end();
+}
+}  // namespace
+
 const KernelDef* Registry::find(std::string_view domain, std::string_view op, int opset,
                                 DType dtype) const {
-  for (const KernelDef& d : defs_) {
-    if (d.op != op || d.domain != domain || opset < d.since || opset > d.until) continue;
-    if (d.dtypes.empty() || dtype == DType::kUndefined || d.type_input < 0 ||
-        std::find(d.dtypes.begin(), d.dtypes.end(), dtype) != d.dtypes.end())
-      return &d;
-  }
+  for (const KernelDef& d : defs_)
+    if (!d.optimized && matches(d, domain, op, opset, dtype)) return &d;
   return nullptr;
+}
+
+std::vector<const KernelDef*> Registry::find_optimized(std::string_view domain, std::string_view op,
+                                                       int opset, DType dtype) const {
+  std::vector<const KernelDef*> out;
+  if (dtype == DType::kUndefined) return out;
+  for (const KernelDef& d : defs_)
+    if (d.optimized && matches(d, domain, op, opset, dtype)) out.push_back(&d);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const KernelDef* a, const KernelDef* b) { return a->priority > b->priority; });
+  return out;
 }
 
 bool Registry::knows(std::string_view domain, std::string_view op) const {
   for (const KernelDef& d : defs_)
-    if (d.op == op && d.domain == domain) return true;
+    if (!d.optimized && d.op == op && d.domain == domain) return true;
   return false;
 }
 
@@ -83,6 +114,8 @@ const Registry& default_registry() {
     register_string(r);
     register_random(r);
     register_ml(r);
+    register_fused(r);
+    register_cpu(r);
     return r;
   }();
   return reg;

@@ -15,6 +15,9 @@ namespace onyx::kernels {
 /// `wasm` false: the WebAssembly build leaves the kernel out (`wasm_reason` says why);
 /// Registry::add drops such kernels when built with Emscripten, and `onyx check
 /// --provider wasm` reports the nodes that need them.
+/// Two kinds of kernels share the table: reference kernels (`fn`, the spec-complete
+/// oracle every node falls back on) and optimized ones (`factory` set, `optimized`
+/// true), which make a Kernel object per node at planning and may decline a node.
 struct KernelDef {
   std::string domain;
   std::string op;
@@ -26,6 +29,9 @@ struct KernelDef {
   std::string provider = "cpu";
   bool wasm = true;
   std::string wasm_reason;
+  KernelFactory factory = nullptr;
+  bool optimized = false;
+  int priority = 0;  ///< optimized candidates are tried highest first
 };
 
 class Registry {
@@ -34,9 +40,16 @@ class Registry {
   /// Convenience: same op over an opset range with a dtype list.
   void add(std::string_view domain, std::string_view op, int since, int until,
            std::vector<DType> dtypes, KernelFn fn, int type_input = 0);
-  /// The kernel for a node, or nullptr. `dtype` is the dtype of its type_input (or
-  /// kUndefined when unknown / not applicable).
+  /// Convenience: an optimized kernel (a factory) for an op over an opset range.
+  void add_optimized(std::string_view domain, std::string_view op, int since, int until,
+                     std::vector<DType> dtypes, KernelFactory factory, int priority = 0,
+                     int type_input = 0);
+  /// The reference kernel for a node, or nullptr. `dtype` is the dtype of its type_input
+  /// (or kUndefined when unknown / not applicable).
   const KernelDef* find(std::string_view domain, std::string_view op, int opset, DType dtype) const;
+  /// The optimized kernels that may take a node, highest priority first.
+  std::vector<const KernelDef*> find_optimized(std::string_view domain, std::string_view op, int opset,
+                                               DType dtype) const;
   /// True when some kernel exists for (domain, op) at any opset/dtype.
   bool knows(std::string_view domain, std::string_view op) const;
   const std::vector<KernelDef>& all() const { return defs_; }
@@ -75,5 +88,10 @@ void register_signal(Registry& r);
 void register_string(Registry& r);
 void register_random(Registry& r);
 void register_ml(Registry& r);
+/// The ai.onyx fused ops the graph optimizer makes (src/kernels/reference/fused.cc).
+void register_fused(Registry& r);
+
+// The optimized kernels (src/kernels/cpu/).
+void register_cpu(Registry& r);
 
 }  // namespace onyx::kernels

@@ -52,6 +52,7 @@ int resolve(Scope& s, const std::string& name) {
   const Slot& outer = s.parent->cg->slots[p];
   int id = add_slot(*s.cg, name, outer.type);
   s.cg->captures.emplace_back(id, name);
+  s.cg->capture_outer.push_back(p);
   return id;
 }
 
@@ -130,7 +131,7 @@ void check_opset_supported(const ir::Node& node) {
                      node.domain.empty() ? std::string() : " of domain '" + node.domain + "'");
   int lo = 1000, hi = 0;
   for (const auto& d : reg.all()) {
-    if (d.op != node.op_type || d.domain != node.domain) continue;
+    if (d.optimized || d.op != node.op_type || d.domain != node.domain) continue;
     if (node.opset >= d.since && node.opset <= d.until) return;
     lo = std::min(lo, d.since);
     hi = std::max(hi, d.until);
@@ -142,11 +143,28 @@ void check_opset_supported(const ir::Node& node) {
 std::string dtype_list(const kernels::Registry& reg, const ir::Node& node) {
   std::set<std::string> names;
   for (const auto& d : reg.all())
-    if (d.op == node.op_type && d.domain == node.domain && node.opset >= d.since && node.opset <= d.until)
+    if (!d.optimized && d.op == node.op_type && d.domain == node.domain && node.opset >= d.since &&
+        node.opset <= d.until)
       for (DType t : d.dtypes) names.insert(std::string(dtype_name(t)));
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
   return s;
+}
+
+/// The kernel object of a node: the first optimized kernel that takes it, else the
+/// reference function.
+std::unique_ptr<kernels::Kernel> make_kernel(const ir::Node& node, const kernels::KernelDef& ref, DType dt,
+                                             const std::vector<const ir::TypeInfo*>& in_types,
+                                             const std::vector<const ir::TypeInfo*>& out_types,
+                                             const std::vector<const Tensor*>& constants,
+                                             const PlanOptions& opts) {
+  if (!opts.reference_kernels) {
+    kernels::KernelInit init{node, in_types, out_types, constants, ref.fn, opts.pool};
+    for (const kernels::KernelDef* d : kernels::default_registry().find_optimized(node.domain, node.op_type,
+                                                                                  node.opset, dt))
+      if (auto k = d->factory(init)) return k;
+  }
+  return std::make_unique<kernels::FnKernel>(ref.fn);
 }
 
 std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const PlanOptions& opts,
@@ -233,7 +251,13 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
     std::vector<ir::TypeInfo> out_types(node.outputs.size());
     if (all_known) {
       shape::InferContext ictx(node, types, values, &syms);
-      step.shape(ictx);
+      try {
+        step.shape(ictx);
+      } catch (const Error& e) {
+        std::string msg = e.what();
+        if (msg.find(node.op_type) == std::string::npos) msg = node.describe() + ": " + msg;
+        throw Error(e.code(), msg);
+      }
       out_types = std::move(ictx.outputs());
     }
     step.static_shapes = !step.subgraphs.size();
@@ -247,6 +271,8 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
         step.static_shapes = false;
       cg->slots[step.out[i]].type = t;
     }
+    if (step.static_shapes)
+      for (int s : step.out) step.static_types.push_back(s >= 0 ? cg->slots[s].type : ir::TypeInfo{});
 
     // Kernel by the dtype of its type-defining input, when known now.
     const kernels::KernelDef* any = reg.find(node.domain, node.op_type, node.opset, DType::kUndefined);
@@ -270,6 +296,7 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
       SessionOptions fold_limits;
       fold_limits.max_tensor_bytes = opts.fold_max_bytes;
       fold_limits.max_run_bytes = opts.fold_total_bytes == 0 ? 0 : opts.fold_total_bytes - folded_bytes;
+      fold_limits.reference_kernels = opts.reference_kernels;
       RunContext fold_run(fold_limits, nullptr);
       step.folded = true;
       try {
@@ -288,7 +315,15 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
           sl.type = ir::TypeInfo::tensor(out[i].tensor().dtype(), ir::shape_of(out[i].tensor().dims()));
       }
     }
+    if (step.kernel && !step.folded) {
+      std::vector<const ir::TypeInfo*> out_type_ptrs;
+      for (int s : step.out) out_type_ptrs.push_back(s >= 0 ? &cg->slots[s].type : nullptr);
+      DType dt = ti >= 0 && static_cast<size_t>(ti) < types.size() && types[ti] ? types[ti]->elem
+                                                                              : DType::kUndefined;
+      step.impl = make_kernel(node, *step.kernel, dt, types, out_type_ptrs, values, opts);
+    }
     for (int s : implicit) step.release.push_back(-1 - s);  // marker: captured slot, fixed below
+    step.index = static_cast<int>(cg->steps.size());
     cg->steps.push_back(std::move(step));
   }
 

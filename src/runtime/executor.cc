@@ -23,18 +23,21 @@ ir::TypeInfo type_of_value(const Value& v, const ir::TypeInfo* declared) {
   }
 }
 
+const Value& frame_value(const Frame& f, int slot) {
+  const Slot& s = f.graph->slots[static_cast<size_t>(slot)];
+  return s.is_const ? s.constant : f.values[static_cast<size_t>(slot)];
+}
+
 void init_frame(Frame& f, const CompiledGraph& g, const Frame* parent, RunContext* run) {
   f.graph = &g;
   f.run = run;
   f.values.assign(g.slots.size(), Value());
-  for (size_t i = 0; i < g.slots.size(); ++i)
-    if (g.slots[i].is_const || !g.slots[i].constant.is_none()) f.values[i] = g.slots[i].constant;
-  for (const auto& [slot, name] : g.captures) {
-    if (!parent) fail_runtime("subgraph value '{}' has no enclosing graph", name);
-    auto it = parent->graph->by_name.find(name);
-    if (it == parent->graph->by_name.end())
-      fail_runtime("subgraph uses outer value '{}' which the enclosing graph lacks", name);
-    f.values[slot] = parent->values[it->second];
+  // Constants are read from the plan (frame_value); only inputs with a default start set.
+  for (int s : g.inputs)
+    if (!g.slots[static_cast<size_t>(s)].constant.is_none()) f.values[static_cast<size_t>(s)] = g.slots[static_cast<size_t>(s)].constant;
+  for (size_t c = 0; c < g.captures.size(); ++c) {
+    if (!parent) fail_runtime("subgraph value '{}' has no enclosing graph", g.captures[c].second);
+    f.values[static_cast<size_t>(g.captures[c].first)] = frame_value(*parent, g.capture_outer[c]);
   }
 }
 
@@ -57,11 +60,18 @@ class FrameSubgraphRunner : public kernels::SubgraphRunner {
                    g.inputs.size(), inputs.size());
     Frame f;
     init_frame(f, g, frame_, &run_);
-    for (size_t i = 0; i < inputs.size(); ++i) f.values[g.inputs[i]] = std::move(inputs[i]);
-    run_frame(f, pool_);
+    for (size_t i = 0; i < inputs.size(); ++i) f.values[static_cast<size_t>(g.inputs[i])] = std::move(inputs[i]);
+    run_.enter_subgraph();
+    try {
+      run_frame(f, pool_);
+    } catch (...) {
+      run_.leave_subgraph();
+      throw;
+    }
+    run_.leave_subgraph();
     std::vector<Value> outs;
     outs.reserve(g.outputs.size());
-    for (int s : g.outputs) outs.push_back(f.values[s]);
+    for (int s : g.outputs) outs.push_back(frame_value(f, s));
     return outs;
   }
 
@@ -73,28 +83,49 @@ class FrameSubgraphRunner : public kernels::SubgraphRunner {
   int64_t calls_ = 0;
 };
 
+bool fully_known(const ir::TypeInfo& t) {
+  return t.kind == ir::TypeInfo::Kind::kTensor && t.has_shape && ir::shape_known(t.shape) &&
+         t.elem != DType::kUndefined;
+}
+
+/// Output 0 may take the buffer of input `k` when the frame is its only holder, the value
+/// dies at this step, and dtype and size match.
+bool can_take_buffer(const Step& step, int k, const std::vector<const Value*>& in, Frame* frame,
+                     const ir::TypeInfo& out0) {
+  if (!frame || k < 0 || static_cast<size_t>(k) >= in.size() || !in[static_cast<size_t>(k)]) return false;
+  const int slot = step.in[static_cast<size_t>(k)];
+  if (slot < 0 || frame->graph->slots[static_cast<size_t>(slot)].is_const) return false;
+  bool dies = false;
+  for (int r : step.release) dies |= r == slot;
+  if (!dies) return false;
+  for (size_t i = 0; i < step.in.size(); ++i)
+    if (static_cast<int>(i) != k && step.in[i] == slot) return false;  // read twice by this node
+  const Value& v = *in[static_cast<size_t>(k)];
+  if (!v.is_tensor()) return false;
+  const Tensor& t = v.tensor();
+  if (t.dtype() != out0.elem || t.dtype() == DType::kString || t.storage_users() != 1) return false;
+  return t.numel() == dims_numel(ir::shape_dims(out0.shape));
+}
+
 }  // namespace
 
 void run_step(const CompiledGraph& g, const Step& step, const std::vector<const Value*>& in,
-              std::vector<Value>& out, const Frame* frame, ThreadPool* pool, RunContext& run) {
+              std::vector<Value>& out, Frame* frame, ThreadPool* pool, RunContext& run) {
   const ir::Node& node = *step.node;
   out.assign(node.outputs.size(), Value());
   try {
     // 1. Output shapes: static, or inferred from the concrete inputs.
     std::vector<ir::TypeInfo> inferred;
     const std::vector<ir::TypeInfo>* out_types = nullptr;
-    std::vector<ir::TypeInfo> static_types;
     if (step.static_shapes) {
-      static_types.reserve(step.out.size());
-      for (int s : step.out) static_types.push_back(s >= 0 ? g.slots[s].type : ir::TypeInfo{});
-      out_types = &static_types;
+      out_types = &step.static_types;
     } else {
       std::vector<ir::TypeInfo> in_types(in.size());
       std::vector<const ir::TypeInfo*> type_ptrs(in.size(), nullptr);
       std::vector<const Tensor*> values(in.size(), nullptr);
       for (size_t i = 0; i < in.size(); ++i) {
         if (!in[i]) continue;
-        const ir::TypeInfo* declared = step.in[i] >= 0 ? &g.slots[step.in[i]].type : nullptr;
+        const ir::TypeInfo* declared = step.in[i] >= 0 ? &g.slots[static_cast<size_t>(step.in[i])].type : nullptr;
         in_types[i] = type_of_value(*in[i], declared);
         type_ptrs[i] = &in_types[i];
         if (in[i]->is_tensor()) values[i] = &in[i]->tensor();
@@ -105,13 +136,20 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
       inferred = std::move(ictx.outputs());
       out_types = &inferred;
     }
-    // 2. Allocate outputs whose shape is fully known.
-    for (size_t i = 0; i < out.size() && i < out_types->size(); ++i) {
+    // 2. Allocate outputs whose shape is fully known (unless the kernel makes its own):
+    //    in the input that dies here when the kernel works in place, else from the run.
+    const kernels::Kernel* impl = step.impl.get();
+    const bool own_outputs = impl && impl->makes_own_outputs();
+    const bool zero = !(impl && impl->overwrites_outputs());
+    for (size_t i = 0; !own_outputs && i < out.size() && i < out_types->size(); ++i) {
       if (node.outputs[i].empty()) continue;
       const ir::TypeInfo& t = (*out_types)[i];
-      if (t.kind == ir::TypeInfo::Kind::kTensor && t.has_shape && ir::shape_known(t.shape) &&
-          t.elem != DType::kUndefined)
-        out[i] = Value(run.allocate(node, i, t.elem, ir::shape_dims(t.shape)));
+      if (!fully_known(t)) continue;
+      if (i == 0 && impl && can_take_buffer(step, impl->inplace_input(), in, frame, t)) {
+        out[0] = Value(in[static_cast<size_t>(impl->inplace_input())]->tensor().reshaped(ir::shape_dims(t.shape)));
+        continue;
+      }
+      out[i] = Value(run.allocate_output(node, i, t.elem, ir::shape_dims(t.shape), zero));
     }
     // 3. Kernel.
     const kernels::KernelDef* k = step.kernel;
@@ -126,8 +164,12 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
         fail_unsupported("{}: no kernel for input dtype {}", node.describe(), dtype_name(dt));
     }
     FrameSubgraphRunner sub(step, frame, pool, run);
-    kernels::KernelContext kctx(node, in, &out, &sub, pool, &run);
-    k->fn(kctx);
+    kernels::KernelContext kctx(node, in, &out, &sub, pool, &run, !run.limits().reference_kernels);
+    kctx.set_output_types(out_types);
+    if (impl && k == step.kernel)
+      impl->run(kctx);
+    else
+      k->fn(kctx);
   } catch (const Error& e) {
     std::string msg = e.what();
     if (msg.find(node.op_type) == std::string::npos) msg = node.describe() + ": " + msg;
@@ -140,26 +182,30 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
   for (size_t i = 0; i < out.size(); ++i) {
     if (node.outputs[i].empty() || !out[i].is_none()) continue;
     int s = i < step.out.size() ? step.out[i] : -1;
-    if (s >= 0 && g.slots[s].type.kind == ir::TypeInfo::Kind::kOptional) continue;
+    if (s >= 0 && g.slots[static_cast<size_t>(s)].type.kind == ir::TypeInfo::Kind::kOptional) continue;
     fail_runtime("{}: kernel did not produce output {} ('{}')", node.describe(), i, node.outputs[i]);
   }
 }
 
 void run_frame(Frame& f, ThreadPool* pool) {
   const CompiledGraph& g = *f.graph;
+  const bool main = f.is_main;
   std::vector<const Value*> in;
   std::vector<Value> out;
   for (const Step& step : g.steps) {
     if (step.folded) continue;
     f.run->check_terminate(*step.node);
+    if (main) f.run->begin_step(step.index);
     in.assign(step.in.size(), nullptr);
     for (size_t i = 0; i < step.in.size(); ++i)
-      if (step.in[i] >= 0) in[i] = &f.values[step.in[i]];
+      if (step.in[i] >= 0) in[i] = &frame_value(f, step.in[i]);
     run_step(g, step, in, out, &f, pool, *f.run);
     for (size_t i = 0; i < step.out.size(); ++i)
-      if (step.out[i] >= 0) f.values[step.out[i]] = std::move(out[i]);
-    for (int s : step.release) f.values[s] = Value();
+      if (step.out[i] >= 0) f.values[static_cast<size_t>(step.out[i])] = std::move(out[i]);
+    for (int s : step.release) f.values[static_cast<size_t>(s)] = Value();
   }
+  // Releases after the last step are attributed to it, not to "after the run".
+  if (main) f.run->begin_step(static_cast<int>(g.steps.size()));
 }
 
 }  // namespace onyx::runtime

@@ -13,7 +13,11 @@ struct Frame {
   const CompiledGraph* graph = nullptr;
   std::vector<Value> values;
   RunContext* run = nullptr;  ///< the run this frame belongs to (limits, terminate)
+  bool is_main = false;       ///< the main graph's frame (its steps may use the run's arena)
 };
+
+/// The value of `slot` in `f`: constants are read from the plan, the rest from the frame.
+const Value& frame_value(const Frame& f, int slot);
 
 /// Fills constants and captured outer values (looked up by name in `parent`); a
 /// subgraph's frame joins its parent's run.
@@ -25,7 +29,7 @@ void run_frame(Frame& f, ThreadPool* pool);
 /// Runs one step: infers output shapes (unless static), allocates, calls the kernel.
 /// `frame` is the frame the step belongs to (for subgraphs); may be null when folding.
 void run_step(const CompiledGraph& g, const Step& step, const std::vector<const Value*>& in,
-              std::vector<Value>& out, const Frame* frame, ThreadPool* pool, RunContext& run);
+              std::vector<Value>& out, Frame* frame, ThreadPool* pool, RunContext& run);
 
 /// The TypeInfo describing a concrete value.
 ir::TypeInfo type_of_value(const Value& v, const ir::TypeInfo* declared);

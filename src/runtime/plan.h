@@ -8,6 +8,7 @@
 
 #include "ir/graph.h"
 #include "kernels/registry.h"
+#include "runtime/thread_pool.h"
 #include "shape/infer.h"
 
 namespace onyx::runtime {
@@ -25,11 +26,14 @@ struct Step {
   const ir::Node* node = nullptr;
   std::vector<int> in;   ///< -1: omitted optional input
   std::vector<int> out;  ///< -1: output not requested
-  const kernels::KernelDef* kernel = nullptr;  ///< null: chosen at run time by dtype
+  const kernels::KernelDef* kernel = nullptr;  ///< reference kernel; null: chosen at run time by dtype
+  std::unique_ptr<kernels::Kernel> impl;       ///< the kernel object run (optimized or reference)
   shape::ShapeFn shape = nullptr;
   bool static_shapes = false;  ///< all output shapes known statically: skip run-time inference
+  std::vector<ir::TypeInfo> static_types;  ///< with static_shapes: the output types (per output)
   bool folded = false;         ///< outputs computed at plan time
   std::vector<int> release;    ///< slots whose last use is this step
+  int index = 0;               ///< position in CompiledGraph::steps
   std::map<std::string, std::unique_ptr<CompiledGraph>> subgraphs;
 };
 
@@ -41,11 +45,20 @@ struct CompiledGraph {
   std::vector<int> inputs;   ///< formal inputs in order
   std::vector<int> outputs;  ///< graph outputs in order
   std::vector<std::pair<int, std::string>> captures;  ///< slot <- outer value of that name
+  std::vector<int> capture_outer;  ///< per capture: the slot of the value in the enclosing graph
+  /// The value a frame reads for `slot`: a constant's from the plan, others from the frame.
+  bool frame_holds(int slot) const {
+    const Slot& s = slots[static_cast<size_t>(slot)];
+    return !s.is_const;
+  }
 };
 
 /// Options for planning.
 struct PlanOptions {
   bool fold_constants = true;
+  /// Reference kernels only (no optimized kernel objects, no fast paths).
+  bool reference_kernels = false;
+  ThreadPool* pool = nullptr;  ///< the session's pool, for kernels that prepack in parallel
   /// Largest output a folded node may make at planning; a bigger one is computed by each
   /// run instead (so the session does not hold it, and the run's limits apply to it).
   uint64_t fold_max_bytes = uint64_t{64} << 20;

@@ -24,10 +24,27 @@ std::string format_bytes(uint64_t b) {
   return fmt::format("{:.1f} {}", v, units[u]);
 }
 
-RunContext::RunContext(const SessionOptions& limits, const RunOptions* options)
+RunContext::RunContext(const SessionOptions& limits, const RunOptions* options, MemoryPlanner* planner,
+                       Signature signature)
     : limits_(limits),
       terminate_(options ? &options->terminate : nullptr),
-      budget_(std::make_shared<Budget>()) {}
+      budget_(std::make_shared<Budget>()),
+      planner_(planner),
+      signature_(std::move(signature)) {
+  if (!planner_) return;
+  plan_ = planner_->find(signature_);
+  if (plan_) arena_ = plan_->acquire(planner_->pool());
+  if (!arena_) recording_ = std::make_shared<Recording>();
+}
+
+RunContext::~RunContext() = default;
+
+void RunContext::finish() {
+  if (!recording_) return;
+  std::shared_ptr<ArenaPlan> plan = recording_->finish();
+  recording_.reset();
+  if (plan) planner_->insert(signature_, std::move(plan));
+}
 
 void RunContext::cancelled(const ir::Node& node) const {
   fail(ErrorCode::kCancelled, "run terminated (RunOptions::terminate) before {}", node.describe());
@@ -41,7 +58,7 @@ void RunContext::check_iterations(const ir::Node& node, int64_t iterations) cons
          node.describe(), limits_.max_loop_iterations);
 }
 
-Tensor RunContext::allocate(const ir::Node& node, size_t output, DType dt, const Dims& dims) {
+uint64_t RunContext::charge(const ir::Node& node, size_t output, DType dt, const Dims& dims) {
   size_t es = dtype_size(dt);
   if (es == 0) fail_runtime("{}: cannot allocate a tensor of dtype {}", node.describe(), dtype_name(dt));
   int64_t numel = dims_numel(dims);
@@ -70,13 +87,20 @@ Tensor RunContext::allocate(const ir::Node& node, size_t output, DType dt, const
   uint64_t peak = budget_->peak.load(std::memory_order_relaxed);
   while (live > peak && !budget_->peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }
+  return bytes;
+}
+
+Tensor RunContext::heap_tensor(const ir::Node& node, size_t output, DType dt, const Dims& dims, uint64_t bytes,
+                               bool zero, int record_id) {
   std::shared_ptr<Budget> budget = budget_;
+  std::shared_ptr<Recording> rec = record_id >= 0 ? recording_ : nullptr;
   void* p = nullptr;
   std::shared_ptr<void> holder;
   bool handed = false;  // once the deleter owns p, it also gives the bytes back
   try {
     if (dt == DType::kString) {
-      auto* arr = new std::string[numel > 0 ? numel : 1];
+      int64_t n = dims_numel(dims);
+      auto* arr = new std::string[n > 0 ? n : 1];
       p = arr;
       handed = true;
       holder = std::shared_ptr<void>(arr, [budget, bytes](void* q) {
@@ -88,19 +112,54 @@ Tensor RunContext::allocate(const ir::Node& node, size_t output, DType dt, const
       if (alloc == 0) alloc = kAlign;
       p = std::aligned_alloc(kAlign, alloc);
       if (!p) throw std::bad_alloc();
-      std::memset(p, 0, alloc);
+      if (zero) std::memset(p, 0, alloc);
       handed = true;
-      holder = std::shared_ptr<void>(p, [budget, bytes](void* q) {
+      holder = std::shared_ptr<void>(p, [budget, bytes, rec, record_id](void* q) {
         std::free(q);
         budget->live.fetch_sub(bytes, std::memory_order_relaxed);
+        if (rec) rec->freed(record_id);
       });
     }
   } catch (const std::bad_alloc&) {
     if (!handed) budget_->live.fetch_sub(bytes, std::memory_order_relaxed);
-    fail_runtime("{}: out of memory allocating {} for {} {}{}", node.describe(), format_bytes(bytes),
-                 out_name(), dtype_name(dt), dims_str(dims));
+    std::string n = output < node.outputs.size() ? node.outputs[output] : std::string();
+    fail_runtime("{}: out of memory allocating {} for output {} ('{}') {}{}", node.describe(),
+                 format_bytes(bytes), output, n, dtype_name(dt), dims_str(dims));
   }
   return Tensor::view(dt, dims, p, std::move(holder));
+}
+
+Tensor RunContext::allocate(const ir::Node& node, size_t output, DType dt, const Dims& dims) {
+  uint64_t bytes = charge(node, output, dt, dims);
+  return heap_tensor(node, output, dt, dims, bytes, true, -1);
+}
+
+Tensor RunContext::allocate_output(const ir::Node& node, size_t output, DType dt, const Dims& dims, bool zero) {
+  uint64_t bytes = charge(node, output, dt, dims);
+  const bool main = depth_ == 0 && step_ >= 0 && dt != DType::kString;
+  if (main && arena_) {
+    int e = plan_->find(step_, static_cast<int>(output));
+    if (e >= 0 && bytes <= plan_->entry(e).bytes) {
+      const ArenaPlan::Entry& en = plan_->entry(e);
+      bool free_now = !arena_->alive[static_cast<size_t>(e)].load(std::memory_order_acquire);
+      for (int o : en.shares_with)
+        free_now = free_now && !arena_->alive[static_cast<size_t>(o)].load(std::memory_order_acquire);
+      if (free_now) {
+        arena_->alive[static_cast<size_t>(e)].store(true, std::memory_order_release);
+        void* p = static_cast<char*>(arena_->data) + en.offset;
+        if (zero && bytes) std::memset(p, 0, bytes);
+        std::shared_ptr<ArenaBuffer> arena = arena_;
+        std::shared_ptr<Budget> budget = budget_;
+        std::shared_ptr<void> holder(p, [arena, budget, bytes, e](void*) {
+          arena->alive[static_cast<size_t>(e)].store(false, std::memory_order_release);
+          budget->live.fetch_sub(bytes, std::memory_order_relaxed);
+        });
+        return Tensor::view(dt, dims, p, std::move(holder));
+      }
+    }
+  }
+  int id = main && recording_ ? recording_->allocated(static_cast<int>(output), bytes) : -1;
+  return heap_tensor(node, output, dt, dims, bytes, zero, id);
 }
 
 }  // namespace onyx::runtime

@@ -1,5 +1,6 @@
 // What one Session::run shares across its frames (the main graph and every subgraph it
-// runs): the resource limits, the bytes its tensors hold, and the terminate flag.
+// runs): the resource limits, the bytes its tensors hold, the terminate flag, and the
+// arena memory plan of its input signature (src/runtime/memory.h).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -8,19 +9,39 @@
 #include "ir/graph.h"
 #include "onyx/session.h"
 #include "onyx/tensor.h"
+#include "runtime/memory.h"
 
 namespace onyx::runtime {
 
 class RunContext {
  public:
-  /// `options` may be null (no terminate flag). Both must outlive the run.
-  RunContext(const SessionOptions& limits, const RunOptions* options);
+  /// `options` may be null (no terminate flag); `planner` null: no arena (every tensor
+  /// from the heap). All must outlive the run.
+  RunContext(const SessionOptions& limits, const RunOptions* options, MemoryPlanner* planner = nullptr,
+             Signature signature = {});
+  ~RunContext();
 
-  /// A zero-filled tensor for output `output` of `node`, counted against
-  /// max_tensor_bytes and max_run_bytes; throws Error(kLimit) naming the node, the
-  /// shape, the size and the option before allocating anything that would pass a limit.
-  /// The count drops when the buffer is freed (also after the run, for outputs).
+  /// Output `output` of the main-graph step being run (see begin_step), allocated by the
+  /// executor: from the run's arena where the plan has room for it, else from the heap.
+  /// Zero-filled when `zero`. Counted against the limits like allocate().
+  Tensor allocate_output(const ir::Node& node, size_t output, DType dt, const Dims& dims, bool zero);
+
+  /// A zero-filled heap tensor for output `output` of `node`, counted against
+  /// max_tensor_bytes and max_run_bytes; throws Error(kLimit) naming the node, the shape,
+  /// the size and the option before allocating anything that would pass a limit. The
+  /// count drops when the buffer is freed (also after the run, for outputs).
   Tensor allocate(const ir::Node& node, size_t output, DType dt, const Dims& dims);
+
+  /// The main graph is at step `step` (subgraph frames do not call this).
+  void begin_step(int step) {
+    step_ = step;
+    if (recording_) recording_->set_step(step);
+  }
+  /// Subgraph frames nest inside the current step; their tensors never use the arena.
+  void enter_subgraph() { ++depth_; }
+  void leave_subgraph() { --depth_; }
+  /// The run ended normally: a recording becomes the plan of its signature.
+  void finish();
 
   /// Throws Error(kCancelled) naming `node` when RunOptions::terminate is set.
   void check_terminate(const ir::Node& node) const {
@@ -39,10 +60,21 @@ class RunContext {
     std::atomic<uint64_t> peak{0};
   };
   [[noreturn]] void cancelled(const ir::Node& node) const;
+  /// Checks the limits and counts `bytes` as held; returns the budget to give back to.
+  uint64_t charge(const ir::Node& node, size_t output, DType dt, const Dims& dims);
+  Tensor heap_tensor(const ir::Node& node, size_t output, DType dt, const Dims& dims, uint64_t bytes,
+                     bool zero, int record_id);
 
   SessionOptions limits_;
   const std::atomic<bool>* terminate_ = nullptr;
   std::shared_ptr<Budget> budget_;  ///< shared with the buffers, which may outlive the run
+  MemoryPlanner* planner_ = nullptr;
+  Signature signature_;
+  std::shared_ptr<ArenaPlan> plan_;
+  std::shared_ptr<ArenaBuffer> arena_;
+  std::shared_ptr<Recording> recording_;
+  int step_ = -1;
+  int depth_ = 0;
 };
 
 /// "1.5 GiB": a byte count in the units the limits are given in.

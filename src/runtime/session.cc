@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "format/loader.h"
+#include "opt/optimize.h"
 #include "runtime/executor.h"
 #include "runtime/plan.h"
 
@@ -25,6 +26,8 @@ struct Session::Impl {
   /// Buffers the session holds (initializers, folded constants, in every subgraph): an
   /// output found in one of them is copied before it is handed out.
   std::unordered_set<const void*> own_storage;
+  /// Arena plans per input signature (src/runtime/memory.h).
+  std::unique_ptr<runtime::MemoryPlanner> planner = std::make_unique<runtime::MemoryPlanner>();
 };
 
 namespace {
@@ -125,14 +128,17 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<ir::Model> model, const
     if (domain.empty() && version > kMaxDefaultOpset)
       fail_unsupported("the model imports opset {} of the default domain; onyx knows opsets 1..{}",
                        version, kMaxDefaultOpset);
-  impl->graph = runtime::inline_functions(*model);
+  impl->graph = opt::optimize_for_session(*model, runtime::inline_functions(*model), opts);
+  impl->pool = std::make_unique<ThreadPool>(opts.threads);
+  runtime::PlanOptions po;
+  po.reference_kernels = opts.reference_kernels;
+  po.pool = impl->pool.get();
   // Folded constants may take 256 MiB, or four times the weights where they are larger
   // (dequantized int8 weights are four times their size).
-  runtime::PlanOptions plan_opts;
   uint64_t weights = model->file_bytes;
   for (const auto& f : model->external_files) weights += f.bytes_used;
-  plan_opts.fold_total_bytes = std::max(plan_opts.fold_total_bytes, weights * 4);
-  impl->plan = runtime::compile_graph(*impl->graph, plan_opts);
+  po.fold_total_bytes = std::max(po.fold_total_bytes, weights * 4);
+  impl->plan = runtime::compile_graph(*impl->graph, po);
   std::set<std::string> inits;
   for (const auto& [n, t] : impl->graph->initializers) inits.insert(n);
   for (const auto& v : impl->graph->inputs) impl->inputs.push_back(io_info(v, inits.count(v.name) > 0));
@@ -141,7 +147,6 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<ir::Model> model, const
     if (v.type.kind == ir::TypeInfo::Kind::kUnknown) v.type = impl->plan->slots[impl->plan->outputs[i]].type;
     impl->outputs.push_back(io_info(v, false));
   }
-  impl->pool = std::make_unique<ThreadPool>(opts.threads);
   impl->options = opts;
   collect_storage(*impl->plan, impl->own_storage);
   return std::unique_ptr<Session>(new Session(std::move(impl)));
@@ -154,10 +159,7 @@ const ir::Model& Session::model() const { return *impl_->model; }
 std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& feeds,
                                 const RunOptions& options) {
   const runtime::CompiledGraph& g = *impl_->plan;
-  runtime::RunContext run(impl_->options, &options);
-  runtime::Frame f;
-  runtime::init_frame(f, g, nullptr, &run);
-  std::vector<bool> given(g.inputs.size(), false);
+  std::vector<const Value*> fed(g.inputs.size(), nullptr);
   for (const auto& [name, value] : feeds) {
     size_t k = 0;
     while (k < g.inputs.size() && impl_->graph->inputs[k].name != name) ++k;
@@ -166,17 +168,38 @@ std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>
       for (const auto& v : impl_->graph->inputs) names += (names.empty() ? "" : ", ") + v.name;
       fail_arg("unknown input '{}'; the model's inputs are: {}", name, names);
     }
-    if (given[k]) fail_arg("input '{}' is given twice", name);
+    if (fed[k]) fail_arg("input '{}' is given twice", name);
     check_feed(impl_->graph->inputs[k], value);
-    f.values[g.inputs[k]] = value;
-    given[k] = true;
+    fed[k] = &value;
   }
   for (size_t k = 0; k < g.inputs.size(); ++k)
-    if (!given[k] && !impl_->inputs[k].has_default &&
+    if (!fed[k] && !impl_->inputs[k].has_default &&
         impl_->graph->inputs[k].type.kind != ir::TypeInfo::Kind::kOptional)
       fail_arg("missing input '{}' ({})", impl_->graph->inputs[k].name,
                impl_->graph->inputs[k].type.str());
-  runtime::run_frame(f, impl_->pool.get());
+  // The input signature picks the arena plan: dtype, rank and dims of each tensor input.
+  runtime::Signature sig;
+  for (const Value* v : fed) {
+    if (!v || !v->is_tensor()) {
+      sig.push_back(v ? -2 : -1);
+      continue;
+    }
+    sig.push_back(static_cast<int64_t>(v->tensor().dtype()));
+    sig.push_back(static_cast<int64_t>(v->tensor().rank()));
+    sig.insert(sig.end(), v->tensor().dims().begin(), v->tensor().dims().end());
+  }
+  runtime::RunContext run(impl_->options, &options, impl_->planner.get(), std::move(sig));
+  std::vector<Value> result;
+  {
+    runtime::Frame f;
+    runtime::init_frame(f, g, nullptr, &run);
+    f.is_main = true;
+    for (size_t k = 0; k < g.inputs.size(); ++k)
+      if (fed[k]) f.values[static_cast<size_t>(g.inputs[k])] = *fed[k];
+    runtime::run_frame(f, impl_->pool.get());
+    for (int s : g.outputs) result.push_back(runtime::frame_value(f, s));
+  }
+  run.finish();
   // Outputs belong to the caller: copy any that shares memory with the session, a feed
   // or an output before it.
   std::unordered_set<const void*> feed_storage;
@@ -192,8 +215,7 @@ std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>
   std::unordered_set<const void*> handed;
   std::vector<Value> out;
   out.reserve(g.outputs.size());
-  for (int s : g.outputs) {
-    Value& v = f.values[s];
+  for (Value& v : result) {
     if (v.is_tensor()) {
       const Tensor& t = v.tensor();
       if (foreign_or_handed(t.storage(), handed)) {

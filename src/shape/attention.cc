@@ -17,14 +17,15 @@ void require_float(const InferContext& ctx, size_t i, const char* what) {
 }
 
 ir::Dim dim_add(InferContext& ctx, const ir::Dim& a, const ir::Dim& b) {
-  if (a.known() && b.known()) return ir::Dim(a.value + b.value);
+  if (a.known() && b.known())
+    return ir::Dim(checked_add(ctx, a.value, b.value, "the total sequence length"));
   if (a.known() && a.value == 0) return b;
   if (b.known() && b.value == 0) return a;
   return ctx.fresh_dim();
 }
 
 ir::Dim dim_mul(InferContext& ctx, const ir::Dim& a, int64_t k) {
-  if (a.known()) return ir::Dim(a.value * k);
+  if (a.known()) return ir::Dim(checked_mul(ctx, a.value, k, "a head size times the head count"));
   if (k == 1) return a;
   return ctx.fresh_dim();
 }
@@ -147,7 +148,9 @@ void infer_attention(InferContext& ctx) {
   if (ctx.has_input(6)) require_rank(ctx, 6, 1, "nonpad_kv_seqlen");
 
   if (three_d) {
-    ir::Dim hidden = vd.known() ? ir::Dim(qh.value * vd.value) : ctx.fresh_dim();
+    ir::Dim hidden =
+        vd.known() ? ir::Dim(checked_mul(ctx, qh.value, vd.value, "q_num_heads * the V head size"))
+                   : ctx.fresh_dim();
     ctx.set_output(0, qt, {b, sq, hidden});
   } else {
     ctx.set_output(0, qt, {b, qh, sq, vd});
@@ -225,8 +228,10 @@ void infer_linear_attention(InferContext& ctx) {
   same_dim(ctx, q[1], v[1], "sequence lengths of query and value");
   if (ctx.has_shape(1)) {
     const ir::Shape& k = ctx.input_shape(1);
-    same_dim(ctx, k[2], dk.known() ? ir::Dim(dk.value * hkv) : ir::Dim(),
-             "key hidden size and kv_num_heads * d_k");
+    same_dim(
+        ctx, k[2],
+        dk.known() ? ir::Dim(checked_mul(ctx, dk.value, hkv, "kv_num_heads * d_k")) : ir::Dim(),
+        "key hidden size and kv_num_heads * d_k");
     same_dim(ctx, q[0], k[0], "batch sizes of query and key");
     same_dim(ctx, q[1], k[1], "sequence lengths of query and key");
   }

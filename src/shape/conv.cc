@@ -48,17 +48,24 @@ Geometry read_geometry(const InferContext& ctx, size_t nsp, const std::vector<in
 }
 
 /// Output extent of a convolution along spatial axis `i` (input extent `in` known).
+/// The extent a kernel of `k` taps with dilation `d` covers: (k - 1) * d + 1, checked.
+int64_t dilated_extent(const InferContext& ctx, int64_t k, int64_t d) {
+  return checked_add(ctx, checked_mul(ctx, k - 1, d, "(kernel_shape - 1) * dilations"), 1,
+                     "the dilated kernel extent");
+}
+
 int64_t conv_out(const InferContext& ctx, const Geometry& g, size_t i, int64_t in) {
-  int64_t ek = (g.kernel[i] - 1) * g.dilations[i] + 1;
+  int64_t ek = dilated_extent(ctx, g.kernel[i], g.dilations[i]);
   int64_t s = g.strides[i];
   int64_t out;
   if (g.auto_pad == "SAME_UPPER" || g.auto_pad == "SAME_LOWER") {
-    out = (in + s - 1) / s;
+    out = in / s + (in % s != 0);
   } else if (g.auto_pad == "VALID") {
     if (in < ek) ctx.fail("spatial axis {}: input extent {} is smaller than the dilated kernel {}", i, in, ek);
     out = (in - ek) / s + 1;
   } else {
-    int64_t padded = in + g.pads[i] + g.pads[i + g.kernel.size()];
+    int64_t padded = checked_add(ctx, checked_add(ctx, in, g.pads[i], "a padded spatial extent"),
+                                 g.pads[i + g.kernel.size()], "a padded spatial extent");
     if (padded < ek)
       ctx.fail("spatial axis {}: padded input extent {} is smaller than the dilated kernel {}", i, padded, ek);
     out = (padded - ek) / s + 1;
@@ -94,7 +101,8 @@ void conv_like(InferContext& ctx, size_t x_in, size_t w_in, DType out_dt) {
   if (group < 1) ctx.fail("group = {} must be >= 1", group);
   if (x[1].known() && x[1].value % group != 0)
     ctx.fail("input channels {} are not divisible by group {}", x[1].value, group);
-  if (x[1].known() && w[1].known() && x[1].value != w[1].value * group)
+  if (x[1].known() && w[1].known() &&
+      x[1].value != checked_mul(ctx, w[1].value, group, "W[1] * group"))
     ctx.fail("X has {} channels but W expects {} (W[1] = {} times group {})", x[1].value,
              w[1].value * group, w[1].value, group);
   if (w[0].known() && w[0].value % group != 0)
@@ -156,6 +164,10 @@ void infer_conv_transpose(InferContext& ctx) {
   Geometry g = read_geometry(ctx, nsp, weight_kernel(w));
   std::vector<int64_t> out_pad = ctx.attr_ints("output_padding", std::vector<int64_t>(nsp, 0));
   if (out_pad.size() != nsp) ctx.fail("output_padding has {} values, expected {}", out_pad.size(), nsp);
+  for (size_t i = 0; i < nsp; ++i)
+    if (out_pad[i] < 0) ctx.fail("output_padding[{}] = {} must be >= 0", i, out_pad[i]);
+  const int64_t out_channels =
+      w[1].known() ? checked_mul(ctx, w[1].value, group, "W[1] * group (the output channels)") : -1;
   std::vector<int64_t> out_shape = ctx.attr_ints("output_shape");
   // output_shape may include the N and C axes in older exporters; keep the spatial tail.
   if (out_shape.size() == nsp + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
@@ -164,10 +176,10 @@ void infer_conv_transpose(InferContext& ctx) {
   if (ctx.has_shape(2)) {
     const ir::Shape& b = ctx.input_shape(2);
     if (b.size() != 1) ctx.fail("bias B must be 1-D, got rank {}", b.size());
-    if (b[0].known() && w[1].known() && b[0].value != w[1].value * group)
-      ctx.fail("bias B has {} values but there are {} output channels", b[0].value, w[1].value * group);
+    if (b[0].known() && w[1].known() && b[0].value != out_channels)
+      ctx.fail("bias B has {} values but there are {} output channels", b[0].value, out_channels);
   }
-  ir::Shape out{x[0], w[1].known() ? ir::Dim(w[1].value * group) : ctx.fresh_dim()};
+  ir::Shape out{x[0], w[1].known() ? ir::Dim(out_channels) : ctx.fresh_dim()};
   for (size_t i = 0; i < nsp; ++i) {
     if (!out_shape.empty()) {
       if (out_shape[i] < 0) ctx.fail("output_shape[{}] = {} must be >= 0", i, out_shape[i]);
@@ -180,12 +192,16 @@ void infer_conv_transpose(InferContext& ctx) {
     }
     int64_t in = x[i + 2].value;
     int64_t o;
+    const char* what =
+        "the output extent (strides * (input - 1) + output_padding + dilated kernel - pads)";
     if (g.auto_pad == "SAME_UPPER" || g.auto_pad == "SAME_LOWER") {
-      o = in * g.strides[i];
+      o = checked_mul(ctx, in, g.strides[i], "the output extent (input * strides)");
     } else {
-      int64_t ek = (g.kernel[i] - 1) * g.dilations[i] + 1;
-      o = g.strides[i] * (in - 1) + out_pad[i] + ek;
-      if (g.auto_pad == "NOTSET") o -= g.pads[i] + g.pads[i + nsp];
+      int64_t ek = dilated_extent(ctx, g.kernel[i], g.dilations[i]);
+      o = checked_mul(ctx, g.strides[i], in - 1, what);
+      o = checked_add(ctx, checked_add(ctx, o, out_pad[i], what), ek, what);
+      if (g.auto_pad == "NOTSET")
+        o = checked_sub(ctx, o, checked_add(ctx, g.pads[i], g.pads[i + nsp], "pads"), what);
     }
     if (o < 0) ctx.fail("spatial axis {}: output extent {} is negative (check pads)", i, o);
     out.push_back(o);
@@ -202,8 +218,15 @@ void infer_col2im(InferContext& ctx) {
     ctx.fail("image_shape has {} values but block_shape has {}; they must match", image.size(),
              block.size());
   size_t nsp = have_image ? image.size() : have_block ? block.size() : 0;
-  if (nsp == 0 && ctx.has_shape(1) && ctx.input_shape(1).size() == 1 && ctx.input_shape(1)[0].known())
+  if (nsp == 0 && ctx.has_shape(1) && ctx.input_shape(1).size() == 1 &&
+      ctx.input_shape(1)[0].known()) {
+    // The output rank is 2 + the length of image_shape: bounded before building it.
+    check_rank(ctx, checked_add(ctx, ctx.input_shape(1)[0].value, 2, "the output rank"),
+               "the output (rank 2 + the length of input 'image_shape')");
     nsp = static_cast<size_t>(ctx.input_shape(1)[0].value);
+  }
+  check_rank(ctx, static_cast<int64_t>(nsp) + 2,
+             "the output (rank 2 + the length of input 'image_shape')");
   if (!ctx.has_shape(0) || nsp == 0) {
     ctx.set_output_unranked(0, dt);
     return;
@@ -215,7 +238,7 @@ void infer_col2im(InferContext& ctx) {
     int64_t prod = 1;
     for (int64_t b : block) {
       if (b < 1) ctx.fail("block_shape values must be >= 1, got {}", b);
-      prod *= b;
+      prod = checked_mul(ctx, prod, b, "prod(block_shape)");
     }
     if (x[1].value % prod != 0)
       ctx.fail("input axis 1 ({}) is not divisible by prod(block_shape) = {}", x[1].value, prod);
@@ -235,12 +258,14 @@ void infer_col2im(InferContext& ctx) {
     Geometry g = read_geometry(ctx, nsp, block);
     int64_t blocks = 1;
     for (size_t i = 0; i < nsp; ++i) {
-      int64_t ek = (block[i] - 1) * g.dilations[i] + 1;
-      int64_t padded = image[i] + g.pads[i] + g.pads[i + nsp];
+      int64_t ek = dilated_extent(ctx, block[i], g.dilations[i]);
+      int64_t padded =
+          checked_add(ctx, checked_add(ctx, image[i], g.pads[i], "a padded image extent"),
+                      g.pads[i + nsp], "a padded image extent");
       if (padded < ek)
         ctx.fail("spatial axis {}: padded image extent {} is smaller than the dilated block {}", i,
                  padded, ek);
-      blocks *= (padded - ek) / g.strides[i] + 1;
+      blocks = checked_mul(ctx, blocks, (padded - ek) / g.strides[i] + 1, "the number of blocks");
     }
     if (blocks != x[2].value)
       ctx.fail("input has L = {} blocks but image_shape, block_shape, pads, strides and dilations give {}",

@@ -45,8 +45,37 @@ bool InferContext::has_output(size_t i) const {
   return i < node_.outputs.size() && !node_.outputs[i].empty();
 }
 
+namespace {
+
+/// Every output type a shape function makes is checked here: at most kMaxRank axes, no
+/// dim below -1 (-1 is "unknown"; anything lower is a wrapped computation), and known
+/// dims whose product fits int64, so no later stage sizes a buffer from a wrapped count.
+void check_output_type(const InferContext& ctx, size_t i, const ir::TypeInfo& t, int depth) {
+  if (depth > 64) return;
+  if (t.inner) check_output_type(ctx, i, *t.inner, depth + 1);
+  if (!t.has_shape) return;
+  if (t.shape.size() > static_cast<size_t>(kMaxRank))
+    ctx.fail("output {} would have rank {}; onyx allows at most {} axes", i, t.shape.size(),
+             kMaxRank);
+  int64_t n = 1;
+  bool overflow = false, empty = false;
+  for (const ir::Dim& d : t.shape) {
+    if (d.value < -1)
+      ctx.fail("output {} would have a negative dim {} (shape {})", i, d.value,
+               ir::shape_str(t.shape));
+    if (d.value == 0) empty = true;
+    if (d.known() && !overflow && !mul_fits(n, d.value, n)) overflow = true;
+  }
+  if (overflow && !empty)
+    ctx.fail("output {} would have shape {}, more elements than fit in 64 bits", i,
+             ir::shape_str(t.shape));
+}
+
+}  // namespace
+
 void InferContext::set_output(size_t i, ir::TypeInfo t) {
   if (i >= outputs_.size()) return;  // optional trailing output not requested
+  check_output_type(*this, i, t, 0);
   outputs_[i] = std::move(t);
 }
 
@@ -93,6 +122,7 @@ const ShapeRegistry& shape_registry() {
     register_string_shapes(r);
     register_random_shapes(r);
     register_ml_shapes(r);
+    register_fused_shapes(r);
     return r;
   }();
   return reg;
@@ -137,6 +167,37 @@ int64_t normalize_axis(const InferContext& ctx, int64_t axis, int64_t rank) {
 
 void propagate(InferContext& ctx, size_t from, size_t to) {
   ctx.set_output(to, ctx.input_type(from));
+}
+
+int64_t checked_mul(const InferContext& ctx, int64_t a, int64_t b, std::string_view what) {
+  int64_t r;
+  if (!mul_fits(a, b, r)) ctx.fail("{} overflows 64 bits ({} * {})", what, a, b);
+  return r;
+}
+
+int64_t checked_add(const InferContext& ctx, int64_t a, int64_t b, std::string_view what) {
+  int64_t r;
+  if (!add_fits(a, b, r)) ctx.fail("{} overflows 64 bits ({} + {})", what, a, b);
+  return r;
+}
+
+int64_t checked_sub(const InferContext& ctx, int64_t a, int64_t b, std::string_view what) {
+  int64_t r;
+  if (!sub_fits(a, b, r)) ctx.fail("{} overflows 64 bits ({} - {})", what, a, b);
+  return r;
+}
+
+void check_rank(const InferContext& ctx, int64_t rank, std::string_view what) {
+  if (rank < 0 || rank > kMaxRank)
+    ctx.fail("{} would have rank {}; onyx allows at most {} axes", what, rank, kMaxRank);
+}
+
+ir::Shape fresh_shape(InferContext& ctx, int64_t rank, std::string_view what) {
+  check_rank(ctx, rank, what);
+  ir::Shape s;
+  s.reserve(static_cast<size_t>(rank));
+  for (int64_t k = 0; k < rank; ++k) s.push_back(ctx.fresh_dim());
+  return s;
 }
 
 }  // namespace onyx::shape

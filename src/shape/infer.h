@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/checked.h"
 #include "base/error.h"
 #include "ir/graph.h"
 
@@ -106,6 +107,18 @@ int64_t normalize_axis(const InferContext& ctx, int64_t axis, int64_t rank);
 /// Output type = input `i`'s type (same dtype and shape).
 void propagate(InferContext& ctx, size_t from = 0, size_t to = 0);
 
+// Checked arithmetic on dims and integer attributes (they come from the file): overflow
+// fails naming the node and `what` ("blocksize * blocksize"), never wraps.
+int64_t checked_mul(const InferContext& ctx, int64_t a, int64_t b, std::string_view what);
+int64_t checked_add(const InferContext& ctx, int64_t a, int64_t b, std::string_view what);
+int64_t checked_sub(const InferContext& ctx, int64_t a, int64_t b, std::string_view what);
+/// Fails naming the node when an output rank taken from an input's length or an
+/// attribute list (`what`) is negative or above kMaxRank; call it before building a
+/// shape of that rank.
+void check_rank(const InferContext& ctx, int64_t rank, std::string_view what);
+/// A shape of `rank` fresh symbolic dims (rank checked first).
+ir::Shape fresh_shape(InferContext& ctx, int64_t rank, std::string_view what = "the output");
+
 // One registration function per op family (src/shape/<family>.cc).
 void register_elementwise_shapes(ShapeRegistry& r);
 void register_logic_shapes(ShapeRegistry& r);
@@ -128,5 +141,6 @@ void register_signal_shapes(ShapeRegistry& r);
 void register_string_shapes(ShapeRegistry& r);
 void register_random_shapes(ShapeRegistry& r);
 void register_ml_shapes(ShapeRegistry& r);
+void register_fused_shapes(ShapeRegistry& r);  ///< ai.onyx fused ops (src/shape/fused.cc)
 
 }  // namespace onyx::shape

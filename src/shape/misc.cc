@@ -86,7 +86,7 @@ void tfidf_vectorizer(InferContext& ctx) {
   int64_t width = 0;
   for (int64_t v : idx) {
     if (v < 0) ctx.fail("'ngram_indexes' must be >= 0, got {}", v);
-    width = std::max(width, v + 1);
+    width = std::max(width, checked_add(ctx, v, 1, "the output width (max 'ngram_indexes' + 1)"));
   }
   // ngram_counts[g] is where the (g+1)-grams start in the pool
   const std::vector<int64_t> starts = ctx.attr_ints("ngram_counts");

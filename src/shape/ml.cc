@@ -114,7 +114,7 @@ void array_feature_extractor(InferContext& ctx) {
         c = -1;
         break;
       }
-      c *= d.value;
+      c = checked_mul(ctx, c, d.value, "the number of indices Y");
     }
     if (c >= 0) count = Dim(c);
   }

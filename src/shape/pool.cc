@@ -12,18 +12,22 @@ namespace {
 /// padding is dropped.
 int64_t pool_out(const InferContext& ctx, size_t i, int64_t in, int64_t k, int64_t s, int64_t d,
                  int64_t pb, int64_t pe, const std::string& auto_pad, bool ceil_mode) {
-  int64_t ek = (k - 1) * d + 1;
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return (in + s - 1) / s;
+  int64_t ek = checked_add(ctx, checked_mul(ctx, k - 1, d, "(kernel_shape - 1) * dilations"), 1,
+                           "the dilated kernel extent");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return in / s + (in % s != 0);
   if (auto_pad == "VALID") {
     if (in < ek) ctx.fail("spatial axis {}: input extent {} is smaller than the dilated kernel {}", i, in, ek);
     return (in - ek) / s + 1;
   }
-  int64_t span = in + pb + pe - ek;
+  int64_t padded = checked_add(ctx, checked_add(ctx, in, pb, "a padded spatial extent"), pe,
+                               "a padded spatial extent");
+  int64_t span = padded - ek;
   if (span < 0)
     ctx.fail("spatial axis {}: padded input extent {} is smaller than the dilated kernel {}", i,
-             in + pb + pe, ek);
-  int64_t out = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
-  if (ceil_mode && (out - 1) * s >= in + pb) --out;
+             padded, ek);
+  int64_t out = ceil_mode ? span / s + (span % s != 0) + 1 : span / s + 1;
+  int64_t last_start = 0;  // where the last window starts; past in + pb it is dropped
+  if (ceil_mode && (!mul_fits(out - 1, s, last_start) || last_start >= in + pb)) --out;
   return out;
 }
 
@@ -98,10 +102,17 @@ void infer_max_unpool(InferContext& ctx) {
     if (k != nsp) ctx.fail("kernel_shape has {} values, expected {} (one per spatial axis)", k, nsp);
     if (st != nsp) ctx.fail("strides has {} values, expected {}", st, nsp);
     if (p != 2 * nsp) ctx.fail("pads has {} values, expected {}", p, 2 * nsp);
+    for (int64_t v : ctx.attr_ints("kernel_shape"))
+      if (v < 1) ctx.fail("kernel_shape values must be >= 1, got {}", v);
+    for (int64_t v : ctx.attr_ints("strides"))
+      if (v < 1) ctx.fail("strides values must be >= 1, got {}", v);
+    for (int64_t v : ctx.attr_ints("pads"))
+      if (v < 0) ctx.fail("pads values must be >= 0, got {}", v);
   }
   if (ctx.has_input(2)) {
     std::vector<int64_t> shape;
     if (ctx.input_ints(2, shape)) {
+      check_rank(ctx, static_cast<int64_t>(shape.size()), "the output (input 'output_shape')");
       ir::Shape out;
       for (int64_t d : shape) {
         if (d < 0) ctx.fail("output_shape values must be >= 0, got {}", d);
@@ -113,9 +124,9 @@ void infer_max_unpool(InferContext& ctx) {
       return;
     }
     if (ctx.has_shape(2) && ctx.input_shape(2).size() == 1 && ctx.input_shape(2)[0].known()) {
-      ir::Shape out;
-      for (int64_t k = 0; k < ctx.input_shape(2)[0].value; ++k) out.push_back(ctx.fresh_dim());
-      ctx.set_output(0, dt, std::move(out));
+      ctx.set_output(
+          0, dt,
+          fresh_shape(ctx, ctx.input_shape(2)[0].value, "the output (input 'output_shape')"));
     } else {
       ctx.set_output_unranked(0, dt);
     }
@@ -140,7 +151,10 @@ void infer_max_unpool(InferContext& ctx) {
       out.push_back(ctx.fresh_dim());
       continue;
     }
-    int64_t o = (x[i + 2].value - 1) * strides[i] + kernel[i] - pads[i] - pads[i + nsp];
+    const char* what = "the output extent ((input - 1) * strides + kernel_shape - pads)";
+    int64_t o =
+        checked_add(ctx, checked_mul(ctx, x[i + 2].value - 1, strides[i], what), kernel[i], what);
+    o = checked_sub(ctx, o, checked_add(ctx, pads[i], pads[i + nsp], "pads"), what);
     if (o < 0) ctx.fail("spatial axis {}: output extent {} is negative (check pads)", i, o);
     out.push_back(o);
   }

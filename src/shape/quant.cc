@@ -77,7 +77,7 @@ void check_quant_params(const InferContext& ctx) {
   const auto axis = static_cast<size_t>(normalize_axis(ctx, ctx.attr_i("axis", 1), rank));
   for (size_t k = 0; k < x.size(); ++k) {
     if (!x[k].known() || !s[k].known()) continue;
-    const int64_t want = k == axis ? (x[k].value + block - 1) / block : x[k].value;
+    const int64_t want = k == axis ? x[k].value / block + (x[k].value % block != 0) : x[k].value;
     if (s[k].value != want)
       ctx.fail("blocked scale shape {} does not fit input {} with block_size {} on axis {}",
                ir::shape_str(s), ir::shape_str(x), block, axis);

@@ -34,8 +34,10 @@ DType float_dtype(const InferContext& ctx, DType def) {
 void random_fixed(InferContext& ctx) {
   const DType dt = float_dtype(ctx, DType::kFloat);
   if (!ctx.has_attr("shape")) ctx.fail("attribute 'shape' is required");
+  const std::vector<int64_t> dims = ctx.attr_ints("shape");
+  check_rank(ctx, static_cast<int64_t>(dims.size()), "the output (attribute 'shape')");
   Shape s;
-  for (int64_t d : ctx.attr_ints("shape")) {
+  for (int64_t d : dims) {
     if (d < 0) ctx.fail("attribute 'shape' has a negative dim {}", d);
     s.emplace_back(d);
   }

@@ -17,8 +17,9 @@ void expect_dim(const InferContext& ctx, const ir::Dim& d, const ir::Dim& want,
     ctx.fail("{} is {}, expected {}", what, d.value, want.value);
 }
 
-ir::Dim dim_mul(const ir::Dim& d, int64_t k) {
-  return d.known() ? ir::Dim(d.value * k) : ir::Dim();
+ir::Dim dim_mul(const InferContext& ctx, const ir::Dim& d, int64_t k) {
+  return d.known() ? ir::Dim(checked_mul(ctx, d.value, k, "hidden_size times the gate count"))
+                   : ir::Dim();
 }
 
 // Shared by RNN (gates = 1), GRU (3) and LSTM (4).
@@ -71,7 +72,7 @@ void infer_recurrent(InferContext& ctx, int64_t gates, bool lstm) {
                gates, r.size());
     if (!hidden.known()) hidden = r[2];
     expect_dim(ctx, r[0], ir::Dim(nd), "R dim 0 (num_directions)");
-    expect_dim(ctx, r[1], dim_mul(hidden, gates), "R dim 1 (gates*hidden_size)");
+    expect_dim(ctx, r[1], dim_mul(ctx, hidden, gates), "R dim 1 (gates*hidden_size)");
     expect_dim(ctx, r[2], hidden, "R dim 2 (hidden_size)");
   }
   if (ctx.has_shape(1)) {
@@ -85,7 +86,7 @@ void infer_recurrent(InferContext& ctx, int64_t gates, bool lstm) {
       hidden = ir::Dim(w[1].value / gates);
     }
     expect_dim(ctx, w[0], ir::Dim(nd), "W dim 0 (num_directions)");
-    expect_dim(ctx, w[1], dim_mul(hidden, gates), "W dim 1 (gates*hidden_size)");
+    expect_dim(ctx, w[1], dim_mul(ctx, hidden, gates), "W dim 1 (gates*hidden_size)");
     expect_dim(ctx, w[2], input, "W dim 2 (input_size of X)");
   }
   if (ctx.has_shape(3)) {
@@ -94,7 +95,7 @@ void infer_recurrent(InferContext& ctx, int64_t gates, bool lstm) {
       ctx.fail("B must have rank 2 [num_directions, {}*hidden_size], got rank {}", 2 * gates,
                b.size());
     expect_dim(ctx, b[0], ir::Dim(nd), "B dim 0 (num_directions)");
-    expect_dim(ctx, b[1], dim_mul(hidden, 2 * gates), "B dim 1 (2*gates*hidden_size)");
+    expect_dim(ctx, b[1], dim_mul(ctx, hidden, 2 * gates), "B dim 1 (2*gates*hidden_size)");
   }
   if (ctx.has_shape(4)) {
     const ir::Shape& s = ctx.input_shape(4);
@@ -115,7 +116,7 @@ void infer_recurrent(InferContext& ctx, int64_t gates, bool lstm) {
     if (p.size() != 2)
       ctx.fail("P must have rank 2 [num_directions, 3*hidden_size], got rank {}", p.size());
     expect_dim(ctx, p[0], ir::Dim(nd), "P dim 0 (num_directions)");
-    expect_dim(ctx, p[1], dim_mul(hidden, 3), "P dim 1 (3*hidden_size)");
+    expect_dim(ctx, p[1], dim_mul(ctx, hidden, 3), "P dim 1 (3*hidden_size)");
   }
 
   if (layout == 0) {

@@ -94,9 +94,9 @@ void infer_dft(InferContext& ctx) {
       n = ctx.fresh_dim();
     }
   } else if (onesided && inverse) {
-    n = n.known() ? ir::Dim(2 * (n.value - 1)) : ctx.fresh_dim();
-    if (n.known() && n.value <= 0)
-      ctx.fail("IRFFT needs at least 2 input bins along axis {}", axis);
+    if (n.known() && n.value < 2) ctx.fail("IRFFT needs at least 2 input bins along axis {}", axis);
+    n = n.known() ? ir::Dim(checked_mul(ctx, 2, n.value - 1, "the IRFFT length 2 * (bins - 1)"))
+                  : ctx.fresh_dim();
   }
   if (n.known() && n.value <= 0) ctx.fail("the DFT length along axis {} must be positive", axis);
   if (onesided && !inverse)

@@ -48,14 +48,11 @@ int64_t known_numel(const InferContext& ctx, size_t i) {
   if (!ctx.has_shape(i)) return -1;
   const Shape& s = ctx.input_shape(i);
   if (!ir::shape_known(s)) return -1;
-  return dims_numel(ir::shape_dims(s));
-}
-
-/// Shape with `rank` fresh symbolic dims.
-Shape fresh_shape(InferContext& ctx, size_t rank) {
-  Shape s;
-  for (size_t k = 0; k < rank; ++k) s.push_back(ctx.fresh_dim());
-  return s;
+  int64_t n = 1;
+  for (const Dim& d : s)
+    if (!mul_fits(n, d.value, n))
+      ctx.fail("input {} of shape {} has more elements than fit in 64 bits", i, ir::shape_str(s));
+  return n;
 }
 
 /// Length of a 1-D input when its shape says so, else -1.
@@ -92,6 +89,7 @@ bool input_scalar(const InferContext& ctx, size_t i, double& out) {
 
 /// Normalizes axes (possibly negative) against `rank`; fails on duplicates.
 std::vector<int64_t> normalize_axes(const InferContext& ctx, std::vector<int64_t> axes, int64_t rank) {
+  check_rank(ctx, rank, "the tensor the axes refer to");
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t& a : axes) {
     a = normalize_axis(ctx, a, rank);
@@ -163,12 +161,14 @@ void reshape_shape(InferContext& ctx) {
     target_len = vector_length(ctx, 1);
   }
   if (!have) {
-    if (target_len >= 0) ctx.set_output(0, dt, fresh_shape(ctx, static_cast<size_t>(target_len)));
+    if (target_len >= 0)
+      ctx.set_output(0, dt, fresh_shape(ctx, target_len, "the reshaped output"));
     else ctx.set_output_unranked(0, dt);
     return;
   }
   bool allowzero = ctx.opset() >= 14 && ctx.attr_i("allowzero", 0) != 0;
   const Shape* in = ctx.has_shape(0) ? &ctx.input_shape(0) : nullptr;
+  check_rank(ctx, static_cast<int64_t>(target.size()), "the reshaped output");
   Shape out(target.size());
   int64_t infer_at = -1;
   int64_t known_prod = 1;  // product of the output dims other than the -1 one
@@ -297,9 +297,14 @@ void unsqueeze_shape(InferContext& ctx) {
   if (!known) {
     int64_t n = vector_length(ctx, 1);
     if (n < 0) ctx.set_output_unranked(0, dt);
-    else ctx.set_output(0, dt, fresh_shape(ctx, in.size() + static_cast<size_t>(n)));
+    else
+      ctx.set_output(
+          0, dt,
+          fresh_shape(ctx, checked_add(ctx, static_cast<int64_t>(in.size()), n, "the output rank"),
+                      "the unsqueezed output"));
     return;
   }
+  check_rank(ctx, static_cast<int64_t>(in.size() + axes.size()), "the unsqueezed output");
   int64_t out_rank = static_cast<int64_t>(in.size() + axes.size());
   std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
   for (int64_t a : normalize_axes(ctx, axes, out_rank)) inserted[static_cast<size_t>(a)] = true;
@@ -315,7 +320,10 @@ void transpose_shape(InferContext& ctx) {
   DType dt = ctx.input_dtype(0);
   std::vector<int64_t> perm = ctx.attr_ints("perm");
   if (!ctx.has_shape(0)) {
-    if (ctx.has_attr("perm")) ctx.set_output(0, dt, fresh_shape(ctx, perm.size()));
+    if (ctx.has_attr("perm"))
+      ctx.set_output(
+          0, dt,
+          fresh_shape(ctx, static_cast<int64_t>(perm.size()), "the transposed output (perm)"));
     else ctx.set_output_unranked(0, dt);
     return;
   }
@@ -371,7 +379,8 @@ void concat_shape(InferContext& ctx) {
         ctx.fail("input {} has dim {} on axis {}, expected {}", i, s[k].value, k, out[k].value);
       if (s[k].known() && !out[k].known()) out[k] = s[k];
     }
-    if (s[axis].known()) total += s[axis].value;
+    if (s[axis].known())
+      total = checked_add(ctx, total, s[axis].value, "the concatenated axis");
     else total_known = false;
   }
   out[axis] = total_known ? Dim(total) : ctx.fresh_dim();
@@ -406,7 +415,7 @@ void split_shape(InferContext& ctx) {
     int64_t sum = 0;
     for (int64_t s : split) {
       if (s < 0) ctx.fail("split {} has a negative size", dims_str(split));
-      sum += s;
+      sum = checked_add(ctx, sum, s, "the sum of split");
     }
     if (d.known() && sum != d.value)
       ctx.fail("split {} sums to {}, but axis {} has size {}", dims_str(split), sum, axis, d.value);
@@ -419,7 +428,7 @@ void split_shape(InferContext& ctx) {
       int64_t num = ctx.attr_i("num_outputs", n);
       if (num != n) ctx.fail("num_outputs is {} but the node has {} outputs", num, n);
       // Chunks of ceil(dim / n); the last one takes what is left.
-      int64_t chunk = (d.value + n - 1) / n;
+      int64_t chunk = d.value / n + (d.value % n != 0);
       int64_t left = d.value;
       for (size_t i = 0; i < n_out; ++i) {
         int64_t c = std::min(chunk, left);
@@ -538,9 +547,13 @@ void expand_shape(InferContext& ctx) {
   if (!ctx.input_ints(1, target)) {
     int64_t n = vector_length(ctx, 1);
     if (n < 0 || !ctx.has_shape(0)) ctx.set_output_unranked(0, dt);
-    else ctx.set_output(0, dt, fresh_shape(ctx, std::max<size_t>(static_cast<size_t>(n), ctx.input_rank(0))));
+    else
+      ctx.set_output(0, dt,
+                     fresh_shape(ctx, std::max<int64_t>(n, static_cast<int64_t>(ctx.input_rank(0))),
+                                 "the expanded output"));
     return;
   }
+  check_rank(ctx, static_cast<int64_t>(target.size()), "the expanded output (input 'shape')");
   for (int64_t v : target)
     if (v < 0) ctx.fail("shape {} has a negative value", dims_str(target));
   if (!ctx.has_shape(0)) {
@@ -568,7 +581,8 @@ void tile_shape(InferContext& ctx) {
   Shape out(in.size());
   for (size_t k = 0; k < in.size(); ++k) {
     if (reps[k] < 0) ctx.fail("repeats {} has a negative value", dims_str(reps));
-    if (in[k].known()) out[k] = Dim(dims_numel({in[k].value, reps[k]}));
+    if (in[k].known())
+      out[k] = Dim(checked_mul(ctx, in[k].value, reps[k], "an axis times its repeats"));
     else out[k] = reps[k] == 1 ? in[k] : reps[k] == 0 ? Dim(0) : ctx.fresh_dim();
   }
   ctx.set_output(0, dt, std::move(out));
@@ -586,12 +600,15 @@ void constant_of_shape_shape(InferContext& ctx) {
   if (!ctx.input_ints(0, dims)) {
     int64_t n = vector_length(ctx, 0);
     if (n < 0) ctx.set_output_unranked(0, dt);
-    else ctx.set_output(0, dt, fresh_shape(ctx, static_cast<size_t>(n)));
+    else
+      ctx.set_output(0, dt,
+                     fresh_shape(ctx, n, "the output (its rank is the length of input 'input')"));
     return;
   }
+  check_rank(ctx, static_cast<int64_t>(dims.size()),
+             "the output (its rank is the length of input 'input')");
   for (int64_t d : dims)
     if (d < 0) ctx.fail("shape {} has a negative dim", dims_str(dims));
-  dims_numel(dims);
   ctx.set_output(0, dt, ir::shape_of(dims));
 }
 
@@ -614,6 +631,9 @@ void range_shape(InferContext& ctx) {
       __int128 diff = static_cast<__int128>(li[0]) - st[0];
       __int128 d = de[0];
       __int128 n = (diff > 0) == (d > 0) && diff != 0 ? (diff + d - (d > 0 ? 1 : -1)) / d : 0;
+      if (n > std::numeric_limits<int64_t>::max())
+        ctx.fail("range from {} to {} by {} has more elements than fit in 64 bits", st[0], li[0],
+                 de[0]);
       count = static_cast<int64_t>(n);
     }
   } else if (input_scalar(ctx, 0, sv) && input_scalar(ctx, 1, lv) && input_scalar(ctx, 2, dv)) {
@@ -642,20 +662,23 @@ void depth_space_shape(InferContext& ctx, bool to_space) {
     if (mode != "DCR" && mode != "CRD") ctx.fail("mode must be DCR or CRD, got '{}'", mode);
   }
   Shape out = in;
+  // blocksize comes from the file: b * b and dim * b are checked (2^32 squared wraps to 0).
+  const int64_t bb = checked_mul(ctx, b, b, "attribute 'blocksize' squared");
   auto scale = [&](const Dim& d, bool mul) -> Dim {
     if (!d.known()) return ctx.fresh_dim();
-    if (mul) return Dim(d.value * b);
+    if (mul) return Dim(checked_mul(ctx, d.value, b, "a spatial dim times attribute 'blocksize'"));
     if (d.value % b != 0) ctx.fail("dim {} is not divisible by blocksize {}", d.value, b);
     return Dim(d.value / b);
   };
   if (to_space) {
-    if (in[1].known() && in[1].value % (b * b) != 0)
-      ctx.fail("channels {} are not divisible by blocksize^2 = {}", in[1].value, b * b);
-    out[1] = in[1].known() ? Dim(in[1].value / (b * b)) : ctx.fresh_dim();
+    if (in[1].known() && in[1].value % bb != 0)
+      ctx.fail("channels {} are not divisible by blocksize^2 = {}", in[1].value, bb);
+    out[1] = in[1].known() ? Dim(in[1].value / bb) : ctx.fresh_dim();
     out[2] = scale(in[2], true);
     out[3] = scale(in[3], true);
   } else {
-    out[1] = in[1].known() ? Dim(in[1].value * b * b) : ctx.fresh_dim();
+    out[1] = in[1].known() ? Dim(checked_mul(ctx, in[1].value, bb, "channels times blocksize^2"))
+                           : ctx.fresh_dim();
     out[2] = scale(in[2], false);
     out[3] = scale(in[3], false);
   }
@@ -746,7 +769,8 @@ void pad_shape(InferContext& ctx) {
       if (pads[k] != 0 || pads[k + n] != 0) out[a] = ctx.fresh_dim();
       continue;
     }
-    int64_t v = in[a].value + pads[k] + pads[k + n];
+    int64_t v = checked_add(ctx, checked_add(ctx, in[a].value, pads[k], "a padded axis"),
+                            pads[k + n], "a padded axis");
     if (v < 0) ctx.fail("pads {} make axis {} (size {}) negative", dims_str(pads), a, in[a].value);
     if (mode != "constant" && in[a].value == 0 && v > 0)
       ctx.fail("cannot pad empty axis {} in mode '{}'", a, mode);

@@ -10,11 +10,16 @@
 #include <hwy/highway.h>
 // clang-format on
 
+#include "simd/conv_epilogue-inl.h"
+
+#ifndef ONYX_SIMD_DEPTHWISE_ONCE
+#define ONYX_SIMD_DEPTHWISE_ONCE
 #include <algorithm>
 #include <vector>
 
 #include "runtime/thread_pool.h"
 #include "simd/depthwise.h"
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace onyx::simd {
@@ -27,13 +32,12 @@ int64_t DwLanes() {
   return static_cast<int64_t>(hn::Lanes(d));
 }
 
-/// One output row: tap t (kernel row i, column j) reads the padded buffer at src + offs[t]
-/// + ox, where offs[t] = i * (row stride) + (j % sw) * (phase length) + j / sw: padded rows
-/// hold sw phases (phase p, index q = padded column q * sw + p), so every tap reads a
-/// contiguous run. Every read stays inside the buffer because a phase leaves room for a
-/// whole last vector.
-void DwRow(const float* src, const int64_t* offs, const float* wc, int64_t taps, float bias, float* yrow,
-           int64_t ow) {
+/// One output row: tap t reads the padded buffer at src + offs[t] + ox (padded rows hold
+/// sw column phases, so every tap reads a contiguous run; a phase leaves room for a whole
+/// last vector). The sum starts at bias, gets the residual row z (may be null) and the
+/// activation, and is stored once.
+void DwRow(const float* src, const int64_t* offs, const float* wc, int64_t taps, float bias,
+           const float* z, const Activation& act, float* yrow, int64_t ow) {
   const hn::ScalableTag<float> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const auto vb = hn::Set(d, bias);
@@ -48,10 +52,16 @@ void DwRow(const float* src, const int64_t* offs, const float* wc, int64_t taps,
       a2 = hn::MulAdd(wv, hn::LoadU(d, s + 2 * L), a2);
       a3 = hn::MulAdd(wv, hn::LoadU(d, s + 3 * L), a3);
     }
-    hn::StoreU(a0, d, yrow + ox);
-    hn::StoreU(a1, d, yrow + ox + L);
-    hn::StoreU(a2, d, yrow + ox + 2 * L);
-    hn::StoreU(a3, d, yrow + ox + 3 * L);
+    if (z) {
+      a0 = hn::Add(a0, hn::LoadU(d, z + ox));
+      a1 = hn::Add(a1, hn::LoadU(d, z + ox + L));
+      a2 = hn::Add(a2, hn::LoadU(d, z + ox + 2 * L));
+      a3 = hn::Add(a3, hn::LoadU(d, z + ox + 3 * L));
+    }
+    hn::StoreU(ApplyAct(d, a0, act), d, yrow + ox);
+    hn::StoreU(ApplyAct(d, a1, act), d, yrow + ox + L);
+    hn::StoreU(ApplyAct(d, a2, act), d, yrow + ox + 2 * L);
+    hn::StoreU(ApplyAct(d, a3, act), d, yrow + ox + 3 * L);
   }
   for (; ox < ow; ox += L) {
     // Two chains (even and odd taps) so the FMAs of one vector overlap.
@@ -64,10 +74,12 @@ void DwRow(const float* src, const int64_t* offs, const float* wc, int64_t taps,
     if (t < taps) a0 = hn::MulAdd(hn::Set(d, wc[t]), hn::LoadU(d, src + offs[t] + ox), a0);
     a0 = hn::Add(a0, a1);
     if (ox + L <= ow) {
-      hn::StoreU(a0, d, yrow + ox);
+      if (z) a0 = hn::Add(a0, hn::LoadU(d, z + ox));
+      hn::StoreU(ApplyAct(d, a0, act), d, yrow + ox);
     } else {
-      HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
-      hn::Store(a0, d, tmp);
+      HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)] = {};
+      if (z) std::copy(z + ox, z + ow, tmp);
+      hn::Store(ApplyAct(d, hn::Add(a0, hn::Load(d, tmp)), act), d, tmp);
       std::copy(tmp, tmp + (ow - ox), yrow + ox);
     }
   }
@@ -101,39 +113,58 @@ HWY_EXPORT(DwLanes);
 HWY_EXPORT(DwRow);
 HWY_EXPORT(DwDeinterleave2);
 
-void depthwise_conv2d(int64_t batch, int64_t channels, const float* x, int64_t ih, int64_t iw,
-                      const float* w, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
-                      int64_t pw, const float* bias, float* y, int64_t oh, int64_t ow, ThreadPool* pool) {
+void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
   const int64_t L = HWY_DYNAMIC_DISPATCH(DwLanes)();
   const auto row_fn = HWY_DYNAMIC_DISPATCH(DwRow);
   const auto deint = HWY_DYNAMIC_DISPATCH(DwDeinterleave2);
-  // Padded rows the output reads, and per phase the indices a whole-vector read may touch.
-  const int64_t rows = (oh - 1) * sh + kh;
-  const int64_t pl = (ow + L - 1) / L * L + (kw - 1) / sw + 1;
+  const int64_t ih = a.ih, iw = a.iw, oh = a.oh, ow = a.ow, kh = a.kh, kw = a.kw;
+  const int64_t sh = a.sh, sw = a.sw, dh = a.dh, dw = a.dw, ph = a.ph, pw = a.pw;
+  if (a.batch * a.channels * a.mult * oh * ow == 0) return;
+  // Per phase, the indices a whole-vector read may touch; the row stride of the buffer.
+  const int64_t pl = (ow + L - 1) / L * L + (kw - 1) * dw / sw + 1;
   const int64_t rs = pl * sw;
-  const int64_t planes = batch * channels;
-  std::vector<int64_t> offs(static_cast<size_t>(kh * kw));
+  const int64_t planes = a.batch * a.channels;
+  const int64_t taps = kh * kw;
+  // Tap (i, j) reads padded row oy * sh + i * dh, padded column ox * sw + j * dw: phase
+  // (j * dw) % sw, index ox + (j * dw) / sw; offsets relative to the first row an output
+  // row reads.
+  std::vector<int64_t> offs(static_cast<size_t>(taps));
   for (int64_t i = 0; i < kh; ++i)
-    for (int64_t j = 0; j < kw; ++j) offs[static_cast<size_t>(i * kw + j)] = i * rs + (j % sw) * pl + j / sw;
+    for (int64_t j = 0; j < kw; ++j)
+      offs[static_cast<size_t>(i * kw + j)] = i * dh * rs + (j * dw % sw) * pl + j * dw / sw;
   // Phase f, index q holds input column q * sw + f - pw: inside the row for q in [lo_f, hi_f).
   std::vector<int64_t> lo_f(static_cast<size_t>(sw)), hi_f(static_cast<size_t>(sw));
   for (int64_t f = 0; f < sw; ++f) {
     const int64_t lo = std::min(pl, pw - f > 0 ? (pw - f + sw - 1) / sw : int64_t(0));
     lo_f[static_cast<size_t>(f)] = lo;
-    hi_f[static_cast<size_t>(f)] = std::clamp(iw + pw - f > 0 ? (iw + pw - f + sw - 1) / sw : int64_t(0), lo, pl);
+    hi_f[static_cast<size_t>(f)] =
+        std::clamp(iw + pw - f > 0 ? (iw + pw - f + sw - 1) / sw : int64_t(0), lo, pl);
   }
   // With sw == 2, both phases are inside the row for q in [q1, q2), filled by SIMD; the
-  // scalar loops above take the rest (q1 = q2 leaves everything to them).
+  // scalar loops take the rest (q1 = q2 leaves everything to them).
   const int64_t q1 = sw == 2 ? std::min((pw + 1) / 2, pl) : 0;
   const int64_t q2 = sw == 2 ? std::max(q1, std::min((iw + pw) / 2, pl)) : 0;  // 2q + 1 - pw < iw
-  auto run = [&](int64_t p0, int64_t p1) {
-    std::vector<float> pad(static_cast<size_t>(rows * rs));
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t c = p % channels;
-      const float* xc = x + p * ih * iw;
+  // Tasks: (plane, block of output rows); row blocks only when there are few planes.
+  const int64_t threads = pool ? pool->size() : 1;
+  const double work = static_cast<double>(planes * a.mult) * static_cast<double>(oh * ow) *
+                      static_cast<double>(taps);
+  const bool parallel = threads > 1 && work >= double(1 << 16);
+  int64_t rblocks = 1;
+  if (parallel && planes < 4 * threads) rblocks = std::min(oh, (4 * threads + planes - 1) / planes);
+  const int64_t rows_per = (oh + rblocks - 1) / rblocks;
+  rblocks = (oh + rows_per - 1) / rows_per;
+  auto run = [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<float> pad;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t p = t / rblocks, oy0 = (t % rblocks) * rows_per,
+                    oy1 = std::min(oh, oy0 + rows_per);
+      const int64_t r0 = oy0 * sh,
+                    rows = (oy1 - 1 - oy0) * sh + (kh - 1) * dh + 1;  // padded rows read
+      if (static_cast<int64_t>(pad.size()) < rows * rs) pad.resize(static_cast<size_t>(rows * rs));
+      const float* xc = a.x + p * ih * iw;
       for (int64_t r = 0; r < rows; ++r) {
         float* prow = pad.data() + r * rs;
-        const int64_t iy = r - ph;
+        const int64_t iy = r0 + r - ph;
         if (iy < 0 || iy >= ih) {
           std::fill(prow, prow + rs, 0.0f);
           continue;
@@ -154,17 +185,23 @@ void depthwise_conv2d(int64_t batch, int64_t channels, const float* x, int64_t i
           std::fill(dst + hi, dst + pl, 0.0f);
         }
       }
-      const float* wc = w + c * kh * kw;
-      const float b = bias ? bias[c] : 0.0f;
-      float* yc = y + p * oh * ow;
-      for (int64_t oy = 0; oy < oh; ++oy)
-        row_fn(pad.data() + oy * sh * rs, offs.data(), wc, kh * kw, b, yc + oy * ow, ow);
+      const int64_t n = p / a.channels, c = p % a.channels;
+      for (int64_t k = 0; k < a.mult; ++k) {
+        const int64_t m = c * a.mult + k, ym = (n * a.channels * a.mult + m) * oh * ow;
+        const float* wc = a.w + m * taps;
+        const float b = a.ep.bias ? a.ep.bias[m] : 0.0f;
+        for (int64_t oy = oy0; oy < oy1; ++oy) {
+          const int64_t yo = ym + oy * ow;
+          row_fn(pad.data() + (oy - oy0) * sh * rs, offs.data(), wc, taps, b,
+                 a.ep.z ? a.ep.z + yo : nullptr, a.ep.act, a.y + yo, ow);
+        }
+      }
     }
   };
-  if (pool && pool->size() > 1 && planes > 1 && planes * oh * ow * kh * kw >= (1 << 14))
-    pool->parallel_for(planes, run);
+  if (parallel && planes * rblocks > 1)
+    pool->parallel_for(planes * rblocks, run);
   else
-    run(0, planes);
+    run(0, planes * rblocks);
 }
 
 }  // namespace onyx::simd

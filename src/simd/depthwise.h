@@ -1,10 +1,15 @@
-// Depthwise 2-D float convolution (one input and one output channel per group, dilation 1)
-// on Highway: each input plane is copied once into a zero-padded buffer whose rows are split
-// into `stride_w` column phases, so every kernel tap reads a contiguous run of the row and
-// the output row is accumulated in registers over all taps. Threads over (batch, channel)
-// planes through the session's ThreadPool.
+// Direct 2-D float convolution with one input channel per group (depthwise, group == C,
+// with `mult` output channels per input channel: 1 for depthwise, M for a single-channel
+// input such as the first layer of a digit reader) on Highway, with the fused epilogue.
+// Each task copies the input rows it reads once into a zero-padded buffer whose rows are
+// split into `stride_w` column phases, so every kernel tap reads a contiguous run; each
+// output row is accumulated in registers over all taps and finished (bias, residual,
+// activation) before its only store. Threads over (image, channel, block of output rows)
+// through the session's ThreadPool.
 #pragma once
 #include <cstdint>
+
+#include "simd/conv_epilogue.h"
 
 namespace onyx {
 class ThreadPool;
@@ -12,12 +17,22 @@ class ThreadPool;
 
 namespace onyx::simd {
 
-/// y[n, c] = bias[c] + conv(x[n, c], w[c]) for NCHW x [batch, channels, ih, iw], w
-/// [channels, 1, kh, kw], y [batch, channels, oh, ow]; pads ph/pw at the top/left (the
-/// bottom/right pads follow from oh/ow). bias may be null; pool may be null.
-void depthwise_conv2d(int64_t batch, int64_t channels, const float* x, int64_t ih, int64_t iw,
-                      const float* w, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
-                      int64_t pw, const float* bias, float* y, int64_t oh, int64_t ow,
-                      ThreadPool* pool = nullptr);
+/// x [batch, channels, ih, iw], w [channels * mult, 1, kh, kw], y [batch, channels * mult,
+/// oh, ow]: y[n, c * mult + k] = act(conv(x[n, c], w[c * mult + k]) + bias + z). pads ph/pw
+/// at the top/left (the bottom/right ones follow from oh/ow). ep.bias is indexed by output
+/// channel, ep.z has y's layout (ep.ldz is not used).
+struct DepthwiseArgs {
+  int64_t batch = 1, channels = 1, mult = 1;
+  const float* x = nullptr;
+  int64_t ih = 0, iw = 0;
+  const float* w = nullptr;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  float* y = nullptr;
+  int64_t oh = 0, ow = 0;
+  Epilogue ep;
+};
+
+/// Runs the convolution (pool may be null).
+void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool = nullptr);
 
 }  // namespace onyx::simd

@@ -1,10 +1,8 @@
 // Twin tests of the optimized float paths (src/simd/ GEMM in MatMul, Gemm, Conv,
 // ConvTranspose; src/kernels/cpu/rnn.cc for LSTM): each random model runs once through the
 // optimized kernels (on a 2-thread session) and once through the reference kernels
-// (cpu::set_fast_paths_enabled(false)), and the outputs are compared with a per-op
+// (SessionOptions::reference_kernels), and the outputs are compared with a per-op
 // tolerance relative to 1 + |reference|.
-#include "kernels/cpu/fast_path.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,11 +24,9 @@ std::vector<Value> run_model(const ModelSpec& m, const Feeds& feeds, bool fast, 
   std::string bytes = m.serialize();
   SessionOptions opts;
   opts.threads = fast ? fast_threads : 1;
-  kernels::cpu::set_fast_paths_enabled(fast);
+  opts.reference_kernels = !fast;
   auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
-  std::vector<Value> out = s->run(feeds);
-  kernels::cpu::set_fast_paths_enabled(true);
-  return out;
+  return s->run(feeds);
 }
 
 /// Runs both paths and fails when an output differs by more than tol * (1 + |ref|).
@@ -300,11 +296,11 @@ TEST(FastPath, MaxPoolMatchesReference) {
     std::string bytes = ModelSpec(g).serialize();
     std::vector<Tensor> outs;
     for (bool fast : {false, true}) {
-      kernels::cpu::set_fast_paths_enabled(fast);
-      auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()));
+      SessionOptions opts;
+      opts.reference_kernels = !fast;
+      auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
       outs.push_back(s->run({{"x", x}})[0].tensor());
     }
-    kernels::cpu::set_fast_paths_enabled(true);
     ASSERT_EQ(outs[0].dims(), outs[1].dims());
     for (int64_t i = 0; i < outs[0].numel(); ++i) {
       const float r = outs[0].data<float>()[i], f = outs[1].data<float>()[i];

@@ -15,6 +15,7 @@
 #include "ir/graph.h"
 #include "onyx/session.h"
 #include "tools/onyx/commands.h"
+#include "tools/onyx/session_flags.h"
 #include "tools/onyx/util.h"
 
 namespace onyx::cli {
@@ -24,12 +25,14 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct BenchArgs {
+  SessionFlags session;
   std::string model;
   FeedSpec feeds;
   int warmup = 5;
   int runs = 20;
   double min_time = 1.0;
   int threads = 1;
+  GraphOptimization optimize = GraphOptimization::kAll;
   std::string save_inputs;
   bool json = false;
 };
@@ -75,6 +78,8 @@ int run_bench(const BenchArgs& a) {
   if (a.runs < 1) fail_arg("--runs must be at least 1, got {}", a.runs);
   SessionOptions so;
   so.threads = a.threads;
+  apply_session_flags(a.session, so);
+  so.optimize = a.optimize;
 
   // Cold start: what a process pays before its first answer.
   auto t0 = Clock::now();
@@ -89,7 +94,7 @@ int run_bench(const BenchArgs& a) {
   }
   double session_ms = ms_since(t1);
 
-  Feeds feeds = make_feeds(*session, a.feeds);
+  Feeds feeds = make_feeds(*session, a.feeds, so.max_tensor_bytes);
   if (!a.json)
     for (const auto& n : feeds.notes) std::cerr << "onyx: note: " << n << "\n";
   nlohmann::json inputs = nlohmann::json::array();
@@ -146,6 +151,8 @@ int run_bench(const BenchArgs& a) {
     j["model"] = a.model;
     j["provider"] = "cpu";
     j["threads"] = a.threads;
+    for (const auto& [name, level] : optimize_levels())
+      if (level == a.optimize) j["optimize"] = name;
     j["inputs"] = inputs;
     j["cold"] = {{"open_ms", open_ms},          {"session_ms", session_ms}, {"load_ms", load_ms},
                  {"first_run_ms", first_ms}, {"total_ms", load_ms + first_ms}};
@@ -187,12 +194,15 @@ Action add_bench(CLI::App& app) {
       "with onnxruntime.");
   sub->add_option("model", args->model, "the .onnx file")->required();
   add_feed_options(sub, args->feeds);
-  sub->add_option("--warmup", args->warmup, "untimed runs after the first one (default 5)")->check(CLI::Range(0, 1000000));
-  sub->add_option("--runs", args->runs, "least number of timed runs (default 20)")->check(CLI::Range(1, 100000000));
-  sub->add_option("--min-time", args->min_time, "least seconds of timed runs (default 1)")->check(CLI::Range(0.0, 86400.0));
-  sub->add_option("--threads", args->threads, "worker threads (default 1)")->check(CLI::Range(1, 256));
+  sub->add_option("--warmup", args->warmup, "untimed runs after the first one (default 5)")->transform(integer_in(0, 1000000));
+  sub->add_option("--runs", args->runs, "least number of timed runs (default 20)")->transform(integer_in(1, 100000000));
+  sub->add_option("--min-time", args->min_time, "least seconds of timed runs (default 1)")->transform(number_in(0.0, 86400.0));
+  sub->add_option("--threads", args->threads, "worker threads (default 1)")->transform(integer_in(1, 256));
+  add_session_flags(sub, args->session);
   sub->add_option("--save-inputs", args->save_inputs, "write the inputs used as DIR/<input name>.npy (for another runtime)");
   sub->add_flag("--json", args->json, "print the measurements as JSON");
+  sub->add_option("--optimize", args->optimize, "graph optimization: none, basic or all (default all)")
+      ->transform(CLI::CheckedTransformer(optimize_levels()));
   return [args] { return run_bench(*args); };
 }
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "onyx/session.h"
 #include "post/ctc.h"
 #include "tools/onyx/commands.h"
+#include "tools/onyx/session_flags.h"
 #include "tools/onyx/util.h"
 
 namespace onyx::cli {
@@ -29,6 +31,7 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct OcrArgs {
+  SessionFlags session;
   std::string model;
   std::vector<std::string> images;
   std::string meta;
@@ -360,6 +363,7 @@ int run_ocr(const OcrArgs& a) {
 
   SessionOptions so;
   so.threads = a.threads;
+  apply_session_flags(a.session, so);
   auto t0 = Clock::now();
   auto session = Session::open(a.model, so);
   const double load_ms = ms_since(t0);
@@ -518,17 +522,23 @@ Action add_ocr(CLI::App& app) {
                              "alphabet file: one line of characters, or one symbol per line (non-blank classes)");
   auto* as = sub->add_option("--alphabet-string", a->alphabet_string, "the alphabet as one string, e.g. 0123456789");
   af->excludes(as);
-  a->o_blank = sub->add_option("--blank", a->blank, "index of the blank class (default 0)");
-  a->o_height = sub->add_option("--height", a->height, "crop height fed to the model (default 32)");
-  a->o_min_width = sub->add_option("--min-width", a->min_width, "narrowest crop fed to the model (default 16)");
-  a->o_mean = sub->add_option("--mean", a->mean, "normalisation mean (default 0.5)");
-  a->o_std = sub->add_option("--std", a->std, "normalisation std (default 0.5)");
+  a->o_blank = sub->add_option("--blank", a->blank, "index of the blank class (default 0)")
+                    ->transform(integer_in(INT64_MIN, INT64_MAX));
+  a->o_height = sub->add_option("--height", a->height, "crop height fed to the model (default 32)")
+                     ->transform(integer_in(INT64_MIN, INT64_MAX));
+  a->o_min_width = sub->add_option("--min-width", a->min_width, "narrowest crop fed to the model (default 16)")
+                        ->transform(integer_in(INT64_MIN, INT64_MAX));
+  a->o_mean = sub->add_option("--mean", a->mean, "normalisation mean (default 0.5)")
+                   ->transform(number_in(-DBL_MAX, DBL_MAX));
+  a->o_std = sub->add_option("--std", a->std, "normalisation std (default 0.5)")
+                  ->transform(number_in(-DBL_MAX, DBL_MAX));
   a->o_scores = sub->add_option("--scores", a->scores, "what the output holds: logits (default; also log-probabilities) or probabilities")
                     ->check(CLI::IsMember({"logits", "probabilities"}));
   sub->add_option("--decoder", a->decoder, "greedy (default) or beam")->check(CLI::IsMember({"greedy", "beam"}));
   sub->add_option("--beam-width", a->beam_width, "prefixes kept by --decoder beam (default 10)")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
-  sub->add_option("--threads", a->threads, "worker threads (default 1)")->check(CLI::Range(1, 256));
+      ->transform(integer_in(1, 100000));
+  sub->add_option("--threads", a->threads, "worker threads (default 1)")->transform(integer_in(1, 256));
+  add_session_flags(sub, a->session);
   sub->add_flag("--json", a->json,
                 "print JSON: per image file, text, width, frames, confidence (greedy) or log_prob (beam), "
                 "timings; a summary with cold load and warm per-crop times");

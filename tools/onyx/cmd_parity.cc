@@ -2,6 +2,7 @@
 // every output with reference outputs (onnxruntime, PyTorch) within a tolerance.
 #include <nlohmann/json.hpp>
 
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,12 +17,14 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "base/sha256.h"
+#include "format/value_io.h"
 #include "onyx/session.h"
 #include "post/boxes.h"
 #include "post/ctc.h"
 #include "tools/onyx/commands.h"
 #include "tools/onyx/dataset.h"
 #include "tools/onyx/parity_report.h"
+#include "tools/onyx/session_flags.h"
 #include "tools/onyx/util.h"
 
 namespace onyx::cli {
@@ -31,6 +34,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct ParityArgs {
+  SessionFlags session;
   std::string model, inputs, reference;
   double rtol = 1e-3, atol = 1e-4;
   std::string decode, alphabet, decode_output, ctc_layout = "ntc";
@@ -155,20 +159,30 @@ OutputCompare compare(const Tensor& got, const Tensor& want, double rtol, double
   return c;
 }
 
-const Tensor* find_array(const std::vector<format::NpzArray>& arrays, const std::string& name, bool only_one) {
-  for (const auto& a : arrays)
-    if (a.name == name) return &a.tensor;
+const Value* find_value(const std::vector<SampleValue>& values, const std::string& name, bool only_one) {
+  for (const auto& a : values)
+    if (a.name == name) return &a.value;
   std::string key = array_key(name);
-  for (const auto& a : arrays)
-    if (a.name == key) return &a.tensor;
-  if (only_one && arrays.size() == 1) return &arrays[0].tensor;
+  for (const auto& a : values)
+    if (a.name == key) return &a.value;
+  if (only_one && values.size() == 1) return &values[0].value;
   return nullptr;
 }
 
-std::string names_of(const std::vector<format::NpzArray>& arrays) {
+std::string names_of(const std::vector<SampleValue>& values) {
   std::string s;
-  for (const auto& a : arrays) s += (s.empty() ? "" : ", ") + a.name;
+  for (const auto& a : values) s += (s.empty() ? "" : ", ") + a.name;
   return s.empty() ? "(none)" : s;
+}
+
+/// The declared type of the graph value (of `vals`) that a sample key names; with one
+/// value, a sample of one entry is for it whatever the key.
+TypeOf type_lookup(const std::vector<ir::ValueInfo>& vals) {
+  return [&vals](const std::string& key) -> const ir::TypeInfo* {
+    for (const auto& v : vals)
+      if (v.name == key || array_key(v.name) == key) return &v.type;
+    return nullptr;
+  };
 }
 
 /// Index of the output `--decode-output` names (the first output when it is empty).
@@ -289,6 +303,7 @@ int run_parity(const ParityArgs& a) {
                       ", not this file (" + r.model_sha256 + ")");
   SessionOptions so;
   so.threads = a.threads;
+  apply_session_flags(a.session, so);
   auto session = Session::open(a.model, so);
   const auto& outs_info = session->outputs();
   std::vector<const IoInfo*> required;
@@ -346,25 +361,34 @@ int run_parity(const ParityArgs& a) {
     sr.name = in.name;
     sr.outputs.resize(outs_info.size());
     try {
-      auto in_arrays = load_sample(in);
-      auto ref_arrays = load_sample(*ref_by_name[in.name]);
+      const ir::Graph& graph = *session->model().graph;
+      auto in_arrays = load_sample(in, type_lookup(graph.inputs));
+      auto ref_arrays = load_sample(*ref_by_name[in.name], type_lookup(graph.outputs));
       std::vector<std::pair<std::string, Value>> feeds;
       std::set<std::string> used;
       for (const IoInfo* io : required) {
-        const Tensor* t = find_array(in_arrays, io->name, required.size() == 1);
+        const Value* t = find_value(in_arrays, io->name, required.size() == 1);
+        bool optional = false;
+        for (const auto& gi : graph.inputs)
+          optional |= gi.name == io->name && gi.type.kind == ir::TypeInfo::Kind::kOptional;
+        if (!t && optional) continue;  // an optional input the sample does not give is left empty
         if (!t)
           fail_arg("sample '{}' has no array for input '{}' (it has: {}); name the arrays by input name",
                    in.name, io->name, names_of(in_arrays));
-        feeds.emplace_back(io->name, Value(*t));
+        Value v = *t;
+        if (required.size() == 1 && in_arrays.size() == 1)  // a lone array of another name: its raw bits too
+          for (const auto& gi : graph.inputs)
+            if (gi.name == io->name) v = format::value_as_declared(v, gi.type, "input '" + io->name + "'");
+        feeds.emplace_back(io->name, v);
         for (const auto& x : in_arrays)
-          if (&x.tensor == t) used.insert(x.name);
+          if (&x.value == t) used.insert(x.name);
       }
       for (const auto& x : in_arrays)
         if (!used.count(x.name)) {
           bool optional_input = false;
           for (const auto& io : session->inputs())
             if (io.has_default && (io.name == x.name || array_key(io.name) == x.name)) {
-              feeds.emplace_back(io.name, Value(x.tensor));
+              feeds.emplace_back(io.name, x.value);
               optional_input = true;
             }
           if (!optional_input) note_once("input array '" + x.name + "' matches no model input and is not used");
@@ -374,8 +398,21 @@ int run_parity(const ParityArgs& a) {
       sr.run_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       bool any = false;
       for (size_t oi = 0; oi < outs_info.size(); ++oi) {
-        const Tensor* want = find_array(ref_arrays, outs_info[oi].name, outs_info.size() == 1);
+        const Value* want_value = find_value(ref_arrays, outs_info[oi].name, outs_info.size() == 1);
+        Value want_declared;
+        if (want_value && outs_info.size() == 1 && ref_arrays.size() == 1)  // a lone array of another name
+          want_declared = format::value_as_declared(*want_value, session->model().graph->outputs[oi].type,
+                                                    "reference for output '" + outs_info[oi].name + "'");
+        else if (want_value)
+          want_declared = *want_value;
+        const Tensor* want = want_value && want_declared.is_tensor() ? &want_declared.tensor() : nullptr;
         OutputCompare& c = sr.outputs[oi];
+        if (want_value && !want) {
+          c.skipped = true;
+          c.problem = "reference is not a tensor";
+          note_once("the reference for output '" + outs_info[oi].name + "' is a sequence or an empty optional; it is not compared");
+          continue;
+        }
         if (!want) {
           c.skipped = true;
           c.problem = "no reference array";
@@ -498,9 +535,14 @@ Action add_parity(CLI::App& app) {
       "Run every sample of a dataset through onyx and compare the outputs with reference\n"
       "outputs (onnxruntime, PyTorch) of the same inputs.\n\n"
       "A dataset is a folder of samples: NAME.npz files (np.savez or np.savez_compressed) or\n"
-      "NAME/ folders of .npy files. Input arrays are named after the model's inputs,\n"
-      "reference arrays after its outputs (a sample with one array fits a model with one\n"
-      "input or output whatever its name). Samples match by NAME between --inputs and\n"
+      "NAME/ folders of values in the forms `onyx run` writes: K.npy, K.pb (TensorProto,\n"
+      "SequenceProto or OptionalProto), K/ (a sequence of 0.npy, 1.npy, ...) and K.none (an\n"
+      "empty optional); in a .npz, arrays K/0, K/1, ... make sequence K. Strings are numpy\n"
+      "unicode arrays; bfloat16, float8, 4-bit and 2-bit values may be given as their raw bits\n"
+      "(uint16, uint8, int8 values; see onyx run --help). Input values are named after the\n"
+      "model's inputs, reference values after its outputs (a sample with one value fits a model\n"
+      "with one input or output whatever its name); outputs that are sequences or empty\n"
+      "optionals are not compared. Samples match by NAME between --inputs and\n"
       "--reference. A reference.json file in the reference folder may name its source\n"
       "({\"source\": \"onnxruntime-node 1.30.0\"}); tests/models/ort_reference.js and\n"
       "tools/python/onyx_parity_ref.py write such folders.\n\n"
@@ -523,8 +565,8 @@ Action add_parity(CLI::App& app) {
   sub->add_option("model", args->model, "the .onnx file")->required();
   sub->add_option("--inputs", args->inputs, "dataset folder of input samples")->required();
   sub->add_option("--reference", args->reference, "dataset folder of reference outputs, same sample names")->required();
-  sub->add_option("--rtol", args->rtol, "relative tolerance (default 1e-3)");
-  sub->add_option("--atol", args->atol, "absolute tolerance (default 1e-4)");
+  sub->add_option("--rtol", args->rtol, "relative tolerance (default 1e-3)")->transform(number_in(0.0, DBL_MAX));
+  sub->add_option("--atol", args->atol, "absolute tolerance (default 1e-4)")->transform(number_in(0.0, DBL_MAX));
   sub->add_option("--decode", args->decode,
                   "decode an output and compare the results: 'ctc' (greedy CTC, text) or 'boxes' (YOLO-style "
                   "detections after NMS, matched by IoU)");
@@ -532,7 +574,8 @@ Action add_parity(CLI::App& app) {
                   "--decode ctc: FILE with the symbols, one per line, or one line with one symbol per "
                   "character. It lists the non-blank classes in order, or every class with a placeholder "
                   "at the blank. Without it labels are compared as numbers");
-  sub->add_option("--blank", args->blank, "--decode ctc: index of the blank class (default 0)");
+  sub->add_option("--blank", args->blank, "--decode ctc: index of the blank class (default 0)")
+      ->transform(integer_in(INT64_MIN, INT64_MAX));
   sub->add_option("--decode-output", args->decode_output,
                   "--decode ctc|boxes: the output holding the scores or the box candidates (default the first)");
   sub->add_option("--ctc-layout", args->ctc_layout,
@@ -540,12 +583,15 @@ Action add_parity(CLI::App& app) {
                   "([time, batch, class]); rank 2 is [time, class]");
   auto* box_opts = sub->add_option_group("box decoding");
   box_opts->add_option("--score-threshold", args->score_threshold,
-                       "--decode boxes: keep boxes whose objectness * class score is at least this (default 0.25)");
+                       "--decode boxes: keep boxes whose objectness * class score is at least this (default 0.25)")
+      ->transform(number_in(-DBL_MAX, DBL_MAX));
   box_opts->add_option("--iou-threshold", args->iou_threshold,
                        "--decode boxes: NMS drops a box whose IoU with a higher-scored box of its class is above "
-                       "this (default 0.45)");
+                       "this (default 0.45)")
+      ->transform(number_in(-DBL_MAX, DBL_MAX));
   box_opts->add_option("--max-detections", args->max_detections,
-                       "--decode boxes: boxes kept per image after NMS, highest scores first; 0: no limit (default 300)");
+                       "--decode boxes: boxes kept per image after NMS, highest scores first; 0: no limit (default 300)")
+      ->transform(integer_in(INT64_MIN, INT64_MAX));
   box_opts->add_option("--box-format", args->box_format,
                        "--decode boxes: the 4 box numbers of a row: cxcywh (centre, width, height; default) or xyxy "
                        "(corners)");
@@ -553,9 +599,10 @@ Action add_parity(CLI::App& app) {
                   "write a report to FILE.html (self-contained) or FILE.md (histograms as .svg next to it): "
                   "tables, the worst samples and a histogram of the errors");
   sub->add_flag("--json", args->json, "print the results as JSON (what `onyx card --parity` reads); no progress");
-  sub->add_option("--threads", args->threads, "worker threads (default 1)")->check(CLI::Range(1, 256));
-  sub->add_option("--worst", args->worst, "how many worst samples to name (default 5)")->check(CLI::Range(1, 1000));
-  sub->add_option("--limit", args->limit, "compare only the first N samples (natural order of names)")->check(CLI::Range(int64_t{1}, INT64_MAX));
+  sub->add_option("--threads", args->threads, "worker threads (default 1)")->transform(integer_in(1, 256));
+  add_session_flags(sub, args->session);
+  sub->add_option("--worst", args->worst, "how many worst samples to name (default 5)")->transform(integer_in(1, 1000));
+  sub->add_option("--limit", args->limit, "compare only the first N samples (natural order of names)")->transform(integer_in(1, INT64_MAX));
   return [args, box_opts] {
     args->box_options_given = !box_opts->get_options([](const CLI::Option* o) { return o->count() > 0; }).empty();
     return run_parity(*args);

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   add(add_card);
   add(add_ocr);
   add(add_bench);
+  add(add_optimize);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

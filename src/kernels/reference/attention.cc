@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/doubles.h"
 #include "kernels/registry.h"
@@ -151,8 +152,8 @@ void attention(KernelContext& ctx) {
                kt.dim(2), vt.dim(2), qh, kvh);
     hd = qt.dim(2) / qh;
     vd = vt.dim(2) / kvh;
-    expect_dims(ctx, kt, {b, skv, kvh * hd}, "K");
-    expect_dims(ctx, vt, {b, skv, kvh * vd}, "V");
+    expect_dims(ctx, kt, {b, skv, checked_mul(kvh, hd, "kv_num_heads * the head size")}, "K");
+    expect_dims(ctx, vt, {b, skv, checked_mul(kvh, vd, "kv_num_heads * the V head size")}, "V");
   } else {
     b = qt.dim(0);
     qh = qt.dim(1);
@@ -390,8 +391,8 @@ void linear_attention(KernelContext& ctx) {
   if (vt.dim(2) % hkv != 0)
     ctx.fail("value hidden size {} is not a multiple of kv_num_heads {}", vt.dim(2), hkv);
   const int64_t dk = qt.dim(2) / hq, dv = vt.dim(2) / hkv, group = hq / hkv;
-  expect_dims(ctx, kt, {b, t, hkv * dk}, "key");
-  expect_dims(ctx, vt, {b, t, hkv * dv}, "value");
+  expect_dims(ctx, kt, {b, t, checked_mul(hkv, dk, "kv_num_heads * d_k")}, "key");
+  expect_dims(ctx, vt, {b, t, checked_mul(hkv, dv, "kv_num_heads * d_v")}, "value");
   const std::string rule = ctx.attr_s("update_rule", "gated_delta");
   const bool gated = rule == "gated" || rule == "gated_delta";
   const bool delta = rule == "delta" || rule == "gated_delta";
@@ -420,7 +421,8 @@ void linear_attention(KernelContext& ctx) {
                hkv, b, t);
     beta = load(bt);
   }
-  std::vector<double> state(static_cast<size_t>(b * hkv * dk * dv), 0.0);
+  std::vector<double> state(
+      checked_count({b, hkv, dk, dv}, "the state (batch * kv_num_heads * d_k * d_v)"), 0.0);
   if (ctx.has_input(3)) {
     const Tensor& ps = ctx.input(3);
     expect_dims(ctx, ps, {b, hkv, dk, dv}, "past_state");
@@ -494,7 +496,8 @@ void causal_conv_with_state(KernelContext& ctx) {
     expect_dims(ctx, ctx.input(2), {c}, "bias");
     bias = load(ctx.input(2));
   }
-  std::vector<double> past(static_cast<size_t>(b * c * km1), 0.0);
+  std::vector<double> past(checked_count({b, c, km1}, "the state (batch * channels * (k - 1))"),
+                           0.0);
   if (ctx.has_input(3)) {
     expect_dims(ctx, ctx.input(3), {b, c, km1}, "past_state");
     past = load(ctx.input(3));
@@ -568,7 +571,8 @@ void flex_attention(KernelContext& ctx) {
   for (double& x : k) x = r(x * sf);
   for (double& x : v) x = rs(x);
   const Dims sdims{b, hq, l, s};
-  std::vector<double> scores(static_cast<size_t>(b * hq * l * s));
+  std::vector<double> scores(
+      checked_count({b, hq, l, s}, "the attention scores (batch * heads * q_len * kv_len)"));
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t h = 0; h < hq; ++h) {
       const double* kbase = k.data() + (bi * hkv + h / group) * s * e;

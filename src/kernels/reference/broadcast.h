@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/checked.h"
 #include "base/error.h"
 #include "kernels/kernel.h"
 #include "onyx/tensor.h"
@@ -33,6 +34,7 @@ BroadcastPlan<N> make_broadcast_plan(const Dims& out, const std::array<const Dim
   const size_t rank = out.size();
   BroadcastPlan<N> p;
   p.numel = dims_numel(out);
+  if (p.numel == 0) return p;  // nothing to walk (for_each_row returns); extents may not multiply
   // Per input: stride along every output axis (missing leading axes are broadcast).
   std::array<std::vector<int64_t>, N> full;
   for (size_t k = 0; k < N; ++k) {
@@ -50,7 +52,7 @@ BroadcastPlan<N> make_broadcast_plan(const Dims& out, const std::array<const Dim
         fail_runtime("broadcast: input {} of shape {} does not broadcast to {}", k, dims_str(d),
                      dims_str(out));
       }
-      s *= d[j];
+      if (!mul_fits(s, d[j], s)) s = 0;  // only for an empty input, which is never read
     }
   }
   // Drop size-1 axes, then merge axis d into the previous one when every input's

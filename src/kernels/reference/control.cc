@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -38,7 +39,7 @@ bool read_bool(const KernelContext& ctx, const Value& v, const char* what) {
 // Product of dims[from, to).
 int64_t span(const Dims& d, size_t from, size_t to) {
   int64_t n = 1;
-  for (size_t k = from; k < to; ++k) n *= d[k];
+  for (size_t k = from; k < to; ++k) n = checked_mul(n, d[k], "a product of dims");
   return n;
 }
 
@@ -83,6 +84,7 @@ Tensor stack(const KernelContext& ctx, const std::vector<Tensor>& parts, int64_t
   Dims out = elem;
   out.insert(out.begin() + static_cast<std::ptrdiff_t>(a), n);
   Tensor y = ctx.new_tensor(dt, out);
+  if (n == 0) return y;  // the declared element dims of an empty result may be anything
   int64_t outer = span(elem, 0, a);
   int64_t inner = span(elem, a, elem.size());
   for (int64_t t = 0; t < n; ++t) {

@@ -1,18 +1,15 @@
 // Reference kernels of the conv family: Conv, ConvTranspose, ConvInteger, QLinearConv,
-// DeformConv, Col2Im, CausalConvWithState. Float Conv also has a faster im2col + SIMD GEMM path; the
-// direct loops stay as its oracle and serve every other dtype.
+// DeformConv, Col2Im, CausalConvWithState. The optimized float Conv and ConvTranspose are in
+// src/kernels/cpu/conv*.cc; these direct loops are their oracle and serve every other dtype.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/window.h"
-#include "kernels/cpu/fast_path.h"
 #include "kernels/registry.h"
-#include "runtime/thread_pool.h"
-#include "simd/depthwise.h"
-#include "simd/gemm.h"
 
 namespace onyx::kernels {
 
@@ -63,11 +60,16 @@ WindowGeom forward_geom(const KernelContext& ctx, const Tensor& x, const Tensor&
   if (wd.size() != xd.size()) ctx.fail("W {} and X {} must have the same rank", dims_str(wd), dims_str(xd));
   if (group < 1) ctx.fail("group must be >= 1, got {}", group);
   if (xd.size() < 3) ctx.fail("X must have rank >= 3 (N, C, spatial...), got {}", dims_str(xd));
-  if (xd[1] != wd[1] * group || wd[0] % group != 0)
+  int64_t channels = 0;
+  if (!mul_fits(wd[1], group, channels) || xd[1] != channels || wd[0] % group != 0)
     ctx.fail("X {} and W {} do not agree with group {}: need C = W[1] * group and W[0] % group == 0",
              dims_str(xd), dims_str(wd), group);
   if (y.dims().size() != xd.size() || y.dim(0) != xd[0] || y.dim(1) != wd[0])
     ctx.fail("output {} does not match X {} and W {}", dims_str(y.dims()), dims_str(xd), dims_str(wd));
+  // No input channels: every kernel here divides by or loops over C/group.
+  if (wd[1] == 0 && y.numel() > 0)
+    ctx.fail("X {} has no input channels per group (W {}), but the output {} is not empty",
+             dims_str(xd), dims_str(wd), dims_str(y.dims()));
   WindowGeom g = read_geom(ctx, xd, Dims(wd.begin() + 2, wd.end()), y.dims());
   resolve_conv_pads(ctx, g);
   return g;
@@ -115,203 +117,6 @@ void conv_direct(const WindowGeom& g, int64_t batch, int64_t channels, int64_t m
   }
 }
 
-// ---- float Conv: im2col + SIMD GEMM ----
-//
-// Per (image, group) the convolution is Y[Mg x OS] = W[Mg x K] * col[K x OS] with
-// K = Cg * prod(kernel), computed by simd::sgemm (src/simd/gemm.h). The output positions
-// are processed in tiles of columns whose im2col rows fit in about 2 MiB, written straight
-// into the GEMM's B panel layout; a pointwise convolution (1x1, stride 1, no pads) reads X
-// as the col matrix directly.
-//
-// This fast path stays next to its direct-loop oracle (conv_reference_f32) rather than in
-// src/kernels/cpu/: it shares the window geometry helpers of this file and the GEMM itself
-// lives in src/simd/.
-
-constexpr int64_t kColFloats = int64_t(1) << 19;  // im2col tile budget (2 MiB of floats)
-
-/// Runs of tile columns that share every output coordinate but the last: segment i
-/// covers tile columns [jj0, jj0 + len) whose last output coordinate starts at o_last,
-/// and base[i * (nsp - 1) + d] = o_d * stride_d - pad_d for the leading axes.
-struct Segments {
-  std::vector<int64_t> jj0, len, o_last, base;
-};
-
-/// Builds the segments of the tile of `nt` columns starting at output coordinate `o`,
-/// and advances `o` past the tile.
-void tile_segments(const WindowGeom& g, std::vector<int64_t>& o, int64_t nt, Segments& seg) {
-  const size_t nsp = g.nsp, last = nsp - 1;
-  seg.jj0.clear();
-  seg.len.clear();
-  seg.o_last.clear();
-  seg.base.clear();
-  for (int64_t jj = 0; jj < nt;) {
-    const int64_t len = std::min(nt - jj, g.out[last] - o[last]);
-    seg.jj0.push_back(jj);
-    seg.len.push_back(len);
-    seg.o_last.push_back(o[last]);
-    for (size_t d = 0; d < last; ++d) seg.base.push_back(o[d] * g.strides[d] - g.pad_begin[d]);
-    jj += len;
-    o[last] += len;
-    if (o[last] == g.out[last]) {
-      o[last] = 0;
-      std::vector<int64_t> lead(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(last));
-      Dims lead_ext(g.out.begin(), g.out.begin() + static_cast<std::ptrdiff_t>(last));
-      next_index(lead, lead_ext);
-      std::copy(lead.begin(), lead.end(), o.begin());
-    }
-  }
-}
-
-/// Depthwise 2-D convolution (one input and one output channel per group): per kernel
-/// row and column, the range of output columns whose input column is inside the image
-/// is computed up front, so the inner loop has no bounds checks.
-void depthwise2d_f32(const WindowGeom& g, int64_t batch, int64_t channels, const float* x, const float* w,
-                     const float* bias, float* y) {
-  const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
-  const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
-  const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pad_begin[0], pw = g.pad_begin[1];
-  // For kernel column j: output columns [lo[j], hi[j]) read input columns inside [0, iw).
-  std::vector<int64_t> lo(static_cast<size_t>(kw)), hi(static_cast<size_t>(kw));
-  for (int64_t j = 0; j < kw; ++j) {
-    const int64_t off = j * dw - pw;  // input column = ox * sw + off
-    int64_t l = off >= 0 ? 0 : (-off + sw - 1) / sw;
-    int64_t h = iw - 1 - off < 0 ? 0 : (iw - 1 - off) / sw + 1;
-    lo[j] = std::min(l, ow);
-    hi[j] = std::max(std::min(h, ow), lo[j]);
-  }
-  for (int64_t n = 0; n < batch; ++n)
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* xc = x + (n * channels + c) * g.in_size;
-      const float* wc = w + c * kh * kw;
-      float* yc = y + (n * channels + c) * g.out_size;
-      std::fill(yc, yc + g.out_size, bias ? bias[c] : 0.0f);
-      for (int64_t oy = 0; oy < oh; ++oy) {
-        float* yrow = yc + oy * ow;
-        for (int64_t i = 0; i < kh; ++i) {
-          const int64_t iy = oy * sh - ph + i * dh;
-          if (iy < 0 || iy >= ih) continue;
-          const float* xrow = xc + iy * iw;
-          for (int64_t j = 0; j < kw; ++j) {
-            const float wv = wc[i * kw + j];
-            const int64_t off = j * dw - pw;
-            if (sw == 1) {
-              const float* xs = xrow + off;
-              for (int64_t ox = lo[j]; ox < hi[j]; ++ox) yrow[ox] += wv * xs[ox];
-            } else {
-              for (int64_t ox = lo[j]; ox < hi[j]; ++ox) yrow[ox] += wv * xrow[ox * sw + off];
-            }
-          }
-        }
-      }
-    }
-}
-
-void conv_gemm_f32(const WindowGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
-                   const float* x, const float* w, const float* bias, float* y, ThreadPool* pool) {
-  const int64_t cg = channels / group, mg = maps / group;
-  const size_t nsp = g.nsp, last = nsp - 1;
-  if (cg == 1 && mg == 1 && nsp == 2) {
-    if (g.dilations[0] == 1 && g.dilations[1] == 1)  // SIMD, threads over planes
-      simd::depthwise_conv2d(batch, channels, x, g.in[0], g.in[1], w, g.kernel[0], g.kernel[1], g.strides[0],
-                             g.strides[1], g.pad_begin[0], g.pad_begin[1], bias, y, g.out[0], g.out[1], pool);
-    else
-      depthwise2d_f32(g, batch, channels, x, w, bias, y);
-    return;
-  }
-  const int64_t kdepth = cg * g.kernel_size;
-  bool pointwise = true;
-  for (size_t d = 0; d < nsp; ++d)
-    if (g.kernel[d] != 1 || g.strides[d] != 1 || g.pad_begin[d] != 0 || g.in[d] != g.out[d]) pointwise = false;
-
-  const int64_t nr = simd::gemm_panel_width();
-  const int64_t tile = pointwise ? g.out_size : std::min(g.out_size, std::max(kColFloats / kdepth, int64_t(64)));
-  std::vector<int64_t> koffs = kernel_offsets(g);
-  // im2col tile as GEMM panels: panels[jj / nr][p][jj % nr] = col[p][jj].
-  std::vector<float> panels(pointwise ? 0 : static_cast<size_t>((tile + nr - 1) / nr * nr * kdepth));
-  Segments seg;
-  const int64_t in_last = g.in[last], s_last = g.strides[last], p_last = g.pad_begin[last];
-  const float beta = bias ? 1.0f : 0.0f;  // the bias is written first and accumulated onto
-
-  for (int64_t n = 0; n < batch; ++n) {
-    for (int64_t gi = 0; gi < group; ++gi) {
-      const float* xg = x + (n * channels + gi * cg) * g.in_size;
-      float* yg = y + (n * maps + gi * mg) * g.out_size;
-      const float* wg = w + gi * mg * kdepth;
-      if (bias)
-        for (int64_t m = 0; m < mg; ++m)
-          std::fill(yg + m * g.out_size, yg + (m + 1) * g.out_size, bias[gi * mg + m]);
-      if (pointwise) {
-        simd::sgemm(false, false, mg, g.out_size, kdepth, 1.0f, wg, kdepth, xg, g.in_size, beta, yg, g.out_size,
-                    pool);
-        continue;
-      }
-      std::vector<int64_t> o(nsp, 0);  // output coordinate of the next tile's first column
-      for (int64_t j0 = 0; j0 < g.out_size; j0 += tile) {
-        const int64_t nt = std::min(tile, g.out_size - j0);
-        const int64_t npanels = (nt + nr - 1) / nr;
-        tile_segments(g, o, nt, seg);
-        const size_t nseg = seg.jj0.size();
-        auto im2col = [&](int64_t c0, int64_t c1) {  // the panel rows of channels [c0, c1)
-          for (int64_t c = c0; c < c1; ++c) {
-            const float* xc = xg + c * g.in_size;
-            for (int64_t k = 0; k < g.kernel_size; ++k) {
-              const int64_t p = c * g.kernel_size + k;
-              float* prow = panels.data() + p * nr;  // row p of panel 0; panel q is q * kdepth * nr further
-              const int64_t* ko = koffs.data() + k * nsp;
-              for (size_t si = 0; si < nseg; ++si) {
-                // Leading axes: one input row for the whole segment (or padding).
-                const int64_t row = flat_index(seg.base.data() + si * last, ko, g.in, last);
-                const int64_t jj0 = seg.jj0[si], len = seg.len[si];
-                const float* xr = row < 0 ? nullptr : xc + row * in_last;
-                int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
-                float* dst = prow + (jj0 / nr) * kdepth * nr;
-                int64_t r = jj0 % nr;
-                if (s_last == 1) {
-                  // Zeros before and after the run of columns inside the row, a copy in between,
-                  // each cut at the panel boundaries.
-                  const int64_t lo = xr ? std::clamp(-ci, int64_t(0), len) : len;
-                  const int64_t hi = xr ? std::clamp(in_last - ci, lo, len) : len;
-                  for (int64_t i = 0; i < len;) {
-                    const int64_t end = std::min({i + nr - r, i < lo ? lo : (i < hi ? hi : len), len});
-                    if (i >= lo && i < hi)
-                      std::copy(xr + ci + i, xr + ci + end, dst + r);
-                    else
-                      std::fill(dst + r, dst + r + (end - i), 0.0f);
-                    r += end - i;
-                    i = end;
-                    if (r == nr) {
-                      r = 0;
-                      dst += kdepth * nr;
-                    }
-                  }
-                  continue;
-                }
-                for (int64_t i = 0; i < len; ++i, ci += s_last) {
-                  dst[r] = xr && ci >= 0 && ci < in_last ? xr[ci] : 0.0f;
-                  if (++r == nr) {
-                    r = 0;
-                    dst += kdepth * nr;
-                  }
-                }
-              }
-              if (nt % nr != 0) {  // columns past nt in the last panel are zero
-                float* dst = prow + (npanels - 1) * kdepth * nr;
-                std::fill(dst + nt % nr, dst + nr, 0.0f);
-              }
-            }
-          }
-        };
-        if (pool && pool->size() > 1 && cg > 1 && kdepth * nt >= (1 << 15))
-          pool->parallel_for(cg, im2col);
-        else
-          im2col(0, cg);
-        simd::sgemm_panels(false, mg, nt, kdepth, 1.0f, wg, kdepth, panels.data(), beta, yg + j0, g.out_size,
-                           pool);
-      }
-    }
-  }
-}
-
 template <typename T>
 void conv_typed(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -327,13 +132,6 @@ void conv_typed(KernelContext& ctx) {
     b = bt.data<T>();
   }
   if (y.numel() == 0) return;
-  if constexpr (std::is_same_v<T, float>) {
-    if (cpu::fast_paths_enabled()) {
-      conv_gemm_f32(g, batch, channels, maps, group, x.data<float>(), w.data<float>(), b, y.data<float>(),
-                    ctx.pool());
-      return;
-    }
-  }
   {
     const T* xp = x.data<T>();
     const T* wp = w.data<T>();
@@ -356,17 +154,6 @@ void conv_typed(KernelContext& ctx) {
 
 void conv_kernel(KernelContext& ctx) {
   dispatch_float(ctx.input(0).dtype(), [&](auto tag) { conv_typed<typename decltype(tag)::type>(ctx); }, "Conv");
-}
-
-/// Reference float Conv (direct loops, double accumulation): the oracle of the GEMM path.
-void conv_reference_f32(const WindowGeom& g, int64_t batch, int64_t channels, int64_t maps,
-                        int64_t group, const float* x, const float* w, const float* b, float* y) {
-  const int64_t cg = channels / group;
-  conv_direct<double>(
-      g, batch, channels, maps, group,
-      [&](int64_t n, int64_t c, int64_t i) { return double(x[(n * channels + c) * g.in_size + i]); },
-      [&](int64_t m, int64_t c, int64_t k) { return double(w[(m * cg + c) * g.kernel_size + k]); },
-      [&](int64_t idx, int64_t m, double sum) { y[idx] = static_cast<float>(sum + (b ? b[m] : 0.0)); });
 }
 
 // ---- ConvTranspose ----
@@ -410,59 +197,6 @@ void conv_transpose_reference(const WindowGeom& g, int64_t batch, int64_t channe
     }
 }
 
-/// Float ConvTranspose: per (image, group) col[Mg*K x IS] = W_g^T[Mg*K x Cg] * X_g[Cg x IS]
-/// with simd::sgemm, then col2im adds each column into the output.
-void conv_transpose_gemm_f32(const WindowGeom& g, int64_t batch, int64_t channels, int64_t maps, int64_t group,
-                             const float* x, const float* w, const float* bias, float* y, ThreadPool* pool) {
-  const int64_t cg = channels / group, mg = maps / group;
-  const int64_t rows = mg * g.kernel_size;  // GEMM rows: (output channel, kernel index)
-  const size_t nsp = g.nsp, last = nsp - 1;
-  for (int64_t nm = 0; nm < batch * maps; ++nm)
-    std::fill(y + nm * g.out_size, y + (nm + 1) * g.out_size, bias ? bias[nm % maps] : 0.0f);
-  // The scatter walks input positions and writes output positions, which is the
-  // forward convolution's gather with the roles of in and out swapped.
-  WindowGeom sg = g;
-  sg.in = g.out;
-  sg.out = g.in;
-  std::vector<int64_t> koffs = kernel_offsets(g);
-  // Columns (input positions) per tile, so the [rows x tile] col block stays within budget.
-  const int64_t tile =
-      std::min(std::max<int64_t>(g.in_size, 1), std::max(kColFloats / std::max<int64_t>(rows, 1), int64_t(64)));
-  std::vector<float> col(static_cast<size_t>(rows * tile));
-  Segments seg;
-  const int64_t out_last = g.out[last], s_last = g.strides[last], p_last = g.pad_begin[last];
-  for (int64_t n = 0; n < batch; ++n) {
-    for (int64_t gi = 0; gi < group; ++gi) {
-      const float* xg = x + (n * channels + gi * cg) * g.in_size;
-      float* yg = y + (n * maps + gi * mg) * g.out_size;
-      const float* wg = w + gi * cg * rows;  // [cg][rows]: op(A) = its transpose
-      std::vector<int64_t> o(nsp, 0);  // input coordinate of the next tile's first column
-      for (int64_t j0 = 0; j0 < g.in_size; j0 += tile) {
-        const int64_t nt = std::min(tile, g.in_size - j0);
-        simd::sgemm(true, false, rows, nt, cg, 1.0f, wg, rows, xg + j0, g.in_size, 0.0f, col.data(), tile, pool);
-        tile_segments(sg, o, nt, seg);
-        const size_t nseg = seg.jj0.size();
-        for (int64_t m = 0; m < mg; ++m) {
-          float* ym = yg + m * g.out_size;
-          for (int64_t k = 0; k < g.kernel_size; ++k) {
-            const float* cr = col.data() + (m * g.kernel_size + k) * tile;
-            const int64_t* ko = koffs.data() + k * nsp;
-            for (size_t si = 0; si < nseg; ++si) {
-              const int64_t row = flat_index(seg.base.data() + si * last, ko, g.out, last);
-              if (row < 0) continue;
-              float* yr = ym + row * out_last;
-              const int64_t jj0 = seg.jj0[si], len = seg.len[si];
-              int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
-              for (int64_t i = 0; i < len; ++i, ci += s_last)
-                if (ci >= 0 && ci < out_last) yr[ci] += cr[jj0 + i];
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
 template <typename T>
 void conv_transpose_typed(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -477,7 +211,8 @@ void conv_transpose_typed(KernelContext& ctx) {
   if (xd[1] != wd[0] || xd[1] % group != 0)
     ctx.fail("X {} and W {} do not agree: need C = W[0] and C % group == 0 (group {})", dims_str(xd),
              dims_str(wd), group);
-  const int64_t batch = xd[0], channels = xd[1], maps = wd[1] * group;
+  const int64_t batch = xd[0], channels = xd[1];
+  const int64_t maps = checked_mul(wd[1], group, "W[1] * group (the output channels)");
   if (y.dims().size() != xd.size() || y.dim(0) != batch || y.dim(1) != maps)
     ctx.fail("output {} does not match X {} and W {}", dims_str(y.dims()), dims_str(xd), dims_str(wd));
   WindowGeom g = read_geom(ctx, xd, Dims(wd.begin() + 2, wd.end()), y.dims());
@@ -489,11 +224,16 @@ void conv_transpose_typed(KernelContext& ctx) {
   bool explicit_shape = ctx.has_attr("output_shape");
   g.pad_begin.assign(g.nsp, 0);
   for (size_t i = 0; i < g.nsp; ++i) {
-    int64_t ek = (g.kernel[i] - 1) * g.dilations[i] + 1;
+    const char* what =
+        "the ConvTranspose pads (strides * (input - 1) + output_padding + dilated kernel - output)";
+    int64_t ek = checked_add(checked_mul(g.kernel[i] - 1, g.dilations[i], what), 1, what);
     if (explicit_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       // total may be negative (output_shape larger than the natural extent); the
       // halving rounds toward -inf as in the spec's reference formulas.
-      int64_t total = g.strides[i] * (g.in[i] - 1) + out_pad[i] + ek - g.out[i];
+      int64_t total = checked_sub(
+          checked_add(checked_add(checked_mul(g.strides[i], g.in[i] - 1, what), out_pad[i], what),
+                      ek, what),
+          g.out[i], what);
       int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       g.pad_begin[i] = auto_pad == "SAME_UPPER" ? half : total - half;
     } else if (auto_pad == "NOTSET") {
@@ -504,13 +244,6 @@ void conv_transpose_typed(KernelContext& ctx) {
   if (bt && bt->numel() != maps) ctx.fail("bias B has {} values, expected {}", bt->numel(), maps);
   if (y.numel() == 0) return;
   const T* bp = bt ? bt->data<T>() : nullptr;
-  if constexpr (std::is_same_v<T, float>) {
-    if (cpu::fast_paths_enabled()) {
-      conv_transpose_gemm_f32(g, batch, channels, maps, group, x.data<T>(), w.data<T>(), bp, y.data<T>(),
-                              ctx.pool());
-      return;
-    }
-  }
   conv_transpose_reference<T>(g, batch, channels, maps, group, x.data<T>(), w.data<T>(), bp, y.data<T>());
 }
 
@@ -641,7 +374,9 @@ void deform_conv_typed(KernelContext& ctx) {
   const size_t nsp = g.nsp;
   if (offset_group < 1 || channels % offset_group != 0)
     ctx.fail("offset_group {} must be >= 1 and divide the {} input channels", offset_group, channels);
-  Dims want_off{batch, offset_group * g.kernel_size * static_cast<int64_t>(nsp)};
+  Dims want_off{batch, static_cast<int64_t>(
+                           checked_count({offset_group, g.kernel_size, static_cast<int64_t>(nsp)},
+                                         "offset_group * prod(kernel) * spatial rank"))};
   want_off.insert(want_off.end(), g.out.begin(), g.out.end());
   if (off.dims() != want_off)
     ctx.fail("offset is {}, expected {} (N, offset_group * prod(kernel) * spatial rank, output spatial)",
@@ -650,7 +385,7 @@ void deform_conv_typed(KernelContext& ctx) {
   if (bt && bt->numel() != maps) ctx.fail("bias B has {} values, expected {}", bt->numel(), maps);
   const Tensor* mt = ctx.has_input(4) ? &ctx.input(4) : nullptr;
   if (mt) {
-    Dims want_mask{batch, offset_group * g.kernel_size};
+    Dims want_mask{batch, checked_mul(offset_group, g.kernel_size, "offset_group * prod(kernel)")};
     want_mask.insert(want_mask.end(), g.out.begin(), g.out.end());
     if (mt->dims() != want_mask)
       ctx.fail("mask is {}, expected {}", dims_str(mt->dims()), dims_str(want_mask));
@@ -745,6 +480,7 @@ void col2im_typed(KernelContext& ctx) {
   want[1] = x.dim(1) / kprod;
   want.insert(want.end(), image.begin(), image.end());
   if (y.dims() != want) ctx.fail("output {} does not match the expected {}", dims_str(y.dims()), dims_str(want));
+  if (y.numel() == 0) return;
   WindowGeom g;
   g.nsp = nsp;
   g.in = image;
@@ -760,8 +496,10 @@ void col2im_typed(KernelContext& ctx) {
   g.out.resize(nsp);
   for (size_t i = 0; i < nsp; ++i) {
     if (g.strides[i] < 1 || g.dilations[i] < 1) ctx.fail("strides and dilations must be >= 1");
-    int64_t ek = (block[i] - 1) * g.dilations[i] + 1;
-    int64_t span = image[i] + pads[i] + pads[i + nsp] - ek;
+    const char* what = "the padded image extent";
+    int64_t ek = checked_add(checked_mul(block[i] - 1, g.dilations[i], what), 1, what);
+    int64_t span = checked_sub(
+        checked_add(checked_add(image[i], pads[i], what), pads[i + nsp], what), ek, what);
     if (span < 0) ctx.fail("spatial axis {}: the dilated block {} exceeds the padded image", i, ek);
     g.out[i] = span / g.strides[i] + 1;
   }
@@ -855,52 +593,7 @@ void causal_conv_kernel(KernelContext& ctx) {
                  "CausalConvWithState");
 }
 
-// ---- test hooks ----
-
-/// The geometry of a float Conv or ConvTranspose test case (pads already resolved).
-WindowGeom test_geom(const Dims& x_dims, const Dims& w_dims, const Dims& y_dims,
-                     const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
-                     const std::vector<int64_t>& pads_begin) {
-  WindowGeom g;
-  g.nsp = x_dims.size() - 2;
-  g.in.assign(x_dims.begin() + 2, x_dims.end());
-  g.out.assign(y_dims.begin() + 2, y_dims.end());
-  g.kernel.assign(w_dims.begin() + 2, w_dims.end());
-  g.strides = strides;
-  g.dilations = dilations;
-  g.pad_begin = pads_begin;
-  set_sizes(g);
-  return g;
-}
-
 }  // namespace
-
-/// Test hook for the oracle test of the GEMM path: float Conv on raw buffers through
-/// the direct loops (reference = true) or im2col + GEMM. Dims are full NC... shapes;
-/// pads_begin has one value per spatial axis. Not for use outside tests.
-void conv_f32_for_test(bool reference, const Dims& x_dims, const Dims& w_dims, const Dims& y_dims,
-                       const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
-                       const std::vector<int64_t>& pads_begin, int64_t group, const float* x,
-                       const float* w, const float* b, float* y) {
-  WindowGeom g = test_geom(x_dims, w_dims, y_dims, strides, dilations, pads_begin);
-  if (reference)
-    conv_reference_f32(g, x_dims[0], x_dims[1], w_dims[0], group, x, w, b, y);
-  else
-    conv_gemm_f32(g, x_dims[0], x_dims[1], w_dims[0], group, x, w, b, y, nullptr);
-}
-
-/// Test hook as above for ConvTranspose (W is [C, M/group, k...]; pads_begin resolved).
-void conv_transpose_f32_for_test(bool reference, const Dims& x_dims, const Dims& w_dims, const Dims& y_dims,
-                                 const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
-                                 const std::vector<int64_t>& pads_begin, int64_t group, const float* x,
-                                 const float* w, const float* b, float* y) {
-  WindowGeom g = test_geom(x_dims, w_dims, y_dims, strides, dilations, pads_begin);
-  const int64_t maps = w_dims[1] * group;
-  if (reference)
-    conv_transpose_reference<float>(g, x_dims[0], x_dims[1], maps, group, x, w, b, y);
-  else
-    conv_transpose_gemm_f32(g, x_dims[0], x_dims[1], maps, group, x, w, b, y, nullptr);
-}
 
 void register_conv(Registry& r) {
   r.add("", "Conv", 1, 1000, float_types(), conv_kernel);

@@ -2,6 +2,7 @@
 // scatters. Every index read from a tensor is range-checked before it is used.
 #include <algorithm>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/tensor_data.h"
 #include "kernels/registry.h"
@@ -21,9 +22,11 @@ int64_t norm_index(const KernelContext& ctx, int64_t v, int64_t dim) {
   return v < 0 ? v + dim : v;
 }
 
+/// Product of dims [from, to), checked: a subset of an empty tensor's dims is bounded
+/// by nothing.
 int64_t span(const Dims& d, size_t from, size_t to) {
   int64_t p = 1;
-  for (size_t k = from; k < to; ++k) p *= d[k];
+  for (size_t k = from; k < to; ++k) p = checked_mul(p, d[k], "a product of dims");
   return p;
 }
 
@@ -35,7 +38,9 @@ void gather_kernel(KernelContext& ctx) {
   int64_t outer = span(data.dims(), 0, axis), dim = data.dim(axis);
   int64_t inner = span(data.dims(), axis + 1, data.rank());
   auto n = static_cast<int64_t>(ind.size());
-  if (y.numel() != outer * n * inner) ctx.fail("output shape does not match data and indices");
+  int64_t want = 0;
+  if (!mul_fits(outer, n, want) || !mul_fits(want, inner, want) || y.numel() != want)
+    ctx.fail("output shape does not match data and indices");
   for (int64_t& v : ind) v = norm_index(ctx, v, dim);
   dispatch_bytes(data.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -103,6 +108,11 @@ void gather_elements_kernel(KernelContext& ctx) {
 struct NdPlan {
   std::vector<int64_t> offsets;
   int64_t slice = 1;
+  /// Elements gathered (or scattered): offsets * slice, -1 when that overflows.
+  int64_t elements() const {
+    int64_t n = 0;
+    return mul_fits(static_cast<int64_t>(offsets.size()), slice, n) ? n : -1;
+  }
 };
 
 NdPlan nd_plan(const KernelContext& ctx, const Tensor& data, const Tensor& indices, size_t batch_dims) {
@@ -119,7 +129,7 @@ NdPlan nd_plan(const KernelContext& ctx, const Tensor& data, const Tensor& indic
   int64_t batches = span(data.dims(), 0, batch_dims);
   int64_t batch_block = span(data.dims(), batch_dims, data.rank());
   int64_t per_batch = span(indices.dims(), batch_dims, indices.rank() - 1);
-  p.offsets.resize(static_cast<size_t>(batches * per_batch));
+  p.offsets.resize(checked_count({batches, per_batch}, "the index tuples of indices"));
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t m = 0; m < per_batch; ++m) {
       int64_t tuple = b * per_batch + m, pos = b * batch_block;
@@ -138,7 +148,7 @@ void gather_nd_kernel(KernelContext& ctx) {
   int64_t b = ctx.opset() >= 12 ? ctx.attr_i("batch_dims", 0) : 0;
   if (b < 0) ctx.fail("batch_dims must be >= 0");
   NdPlan p = nd_plan(ctx, data, ctx.input(1), static_cast<size_t>(b));
-  if (y.numel() != static_cast<int64_t>(p.offsets.size()) * p.slice) ctx.fail("output shape does not match");
+  if (y.numel() != p.elements()) ctx.fail("output shape does not match");
   dispatch_bytes(data.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in = data.data<T>();
@@ -217,7 +227,7 @@ void scatter_nd_kernel(KernelContext& ctx) {
   const Tensor& updates = ctx.input(2);
   Tensor& y = ctx.output(0);
   NdPlan p = nd_plan(ctx, data, ctx.input(1), 0);
-  if (updates.numel() != static_cast<int64_t>(p.offsets.size()) * p.slice || updates.dtype() != data.dtype())
+  if (updates.numel() != p.elements() || updates.dtype() != data.dtype())
     ctx.fail("updates must have shape indices.shape[:-1] + data.shape[k:] and the dtype of data");
   Reduction red = reduction_of(ctx);
   copy_elements(data, y);
@@ -256,8 +266,11 @@ void tensor_scatter_kernel(KernelContext& ctx) {
     for (int64_t p = 0; p < prefix; ++p) {
       int64_t start = write[static_cast<size_t>(p / per_batch)];
       for (int64_t s = 0; s < len; ++s) {
-        int64_t pos = start + s;
-        if (circular && max_len > 0) pos = ((pos % max_len) + max_len) % max_len;
+        int64_t pos = -1;
+        if (circular && max_len > 0)
+          pos = (((start % max_len) + max_len) % max_len + s) % max_len;
+        else if (!add_fits(start, s, pos))
+          pos = -1;
         if (pos < 0 || pos >= max_len)
           ctx.fail("write index {} + {} is outside the cache of length {}", start, s, max_len);
         const T* src = u + (p * len + s) * inner;

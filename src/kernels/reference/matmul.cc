@@ -5,11 +5,10 @@
 #include <limits>
 #include <type_traits>
 
+#include "base/checked.h"
 #include "kernels/reference/arith.h"
 #include "kernels/reference/dispatch.h"
-#include "kernels/cpu/fast_path.h"
 #include "kernels/registry.h"
-#include "simd/gemm.h"
 
 namespace onyx::kernels {
 
@@ -176,7 +175,8 @@ MatMulPlan plan_matmul(const KernelContext& ctx, const Dims& ad, const Dims& bd)
       ctx.fail("batch dimensions cannot broadcast: A is {}, B is {}", dims_str(ad), dims_str(bd));
     batch[k] = da == 1 ? db : da;
   }
-  const int64_t nb = dims_numel(batch);
+  // An empty output (M or N of 0) needs no batch table, however many batches it has.
+  const int64_t nb = p.M == 0 || p.N == 0 ? 0 : dims_numel(batch);
   p.a_batch.resize(static_cast<size_t>(nb));
   p.b_batch.resize(static_cast<size_t>(nb));
   std::vector<int64_t> idx(r, 0);
@@ -204,23 +204,6 @@ void check_out(const KernelContext& ctx, const Tensor& y, const Dims& want) {
     ctx.fail("output has shape {}, expected {}", dims_str(y.dims()), dims_str(want));
 }
 
-/// Float MatMul through simd::sgemm (threaded on the session's pool); the generic path
-/// below (gemm_any) is its reference.
-void matmul_f32_fast(const KernelContext& ctx, const MatMulPlan& p, const float* ad, const float* bd, float* yd) {
-  bool shared_b = true;
-  for (size_t t = 0; t < p.a_batch.size() && shared_b; ++t)
-    shared_b = p.b_batch[t] == 0 && p.a_batch[t] == static_cast<int64_t>(t);
-  if (shared_b) {  // a batch of A against one B is a single GEMM with the batches as rows
-    simd::sgemm(false, false, p.M * static_cast<int64_t>(p.a_batch.size()), p.N, p.K, 1.0f, ad, p.K, bd, p.N,
-                0.0f, yd, p.N, ctx.pool());
-    return;
-  }
-  for (size_t t = 0; t < p.a_batch.size(); ++t)
-    simd::sgemm(false, false, p.M, p.N, p.K, 1.0f, ad + p.a_batch[t] * p.M * p.K, p.K,
-                bd + p.b_batch[t] * p.K * p.N, p.N, 0.0f, yd + static_cast<int64_t>(t) * p.M * p.N, p.N,
-                ctx.pool());
-}
-
 void matmul_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -229,10 +212,6 @@ void matmul_kernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   MatMulPlan p = plan_matmul(ctx, a.dims(), b.dims());
   check_out(ctx, y, p.out);
-  if (a.dtype() == DType::kFloat && cpu::fast_paths_enabled()) {
-    matmul_f32_fast(ctx, p, a.data<float>(), b.data<float>(), y.data<float>());
-    return;
-  }
   dispatch_numeric(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* ad = a.data<T>();
@@ -276,19 +255,6 @@ void gemm_kernel(KernelContext& ctx) {
     if (c->rank() == 2) cm = c->dim(0);
     if ((cm != 1 && cm != M) || (cn != 1 && cn != N))
       ctx.fail("C of shape {} cannot broadcast to [{}, {}]", dims_str(c->dims()), M, N);
-  }
-  if (a.dtype() == DType::kFloat && cpu::fast_paths_enabled()) {
-    // Y = alpha * op(A) * op(B) + beta * C through simd::sgemm, C broadcast into Y first.
-    float* yd = y.data<float>();
-    const bool use_c = c && beta != 0.0f;
-    if (use_c) {
-      const float* cd = c->data<float>();
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) yd[i * N + j] = cd[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
-    }
-    simd::sgemm(ta, tb, M, N, K, alpha, a.data<float>(), a.dim(1), b.data<float>(), b.dim(1),
-                use_c ? beta : 0.0f, yd, N, ctx.pool());
-    return;
   }
   dispatch_numeric(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -337,6 +303,13 @@ void gemm_kernel(KernelContext& ctx) {
   }, "Gemm");
 }
 
+/// How many rows x cols matrices `numel` elements hold (0 for an empty tensor, whose
+/// rows * cols may not even fit int64).
+int64_t matrices(int64_t numel, int64_t rows, int64_t cols) {
+  int64_t rc = 0;
+  return numel > 0 && mul_fits(rows, cols, rc) && rc > 0 ? numel / rc : 0;
+}
+
 /// Integer operand minus its zero point, as int32. The zero point is a scalar, one
 /// per row of A / column of B (1-D, or [..., M, 1] / [..., 1, N] with A's / B's batch),
 /// per the MatMulInteger and QLinearMatMul specs.
@@ -373,7 +346,7 @@ std::vector<int32_t> shifted(const KernelContext& ctx, const Tensor& x, const Te
              dtype_name(zp->dtype()));
   std::vector<int32_t> z = load_any(*zp);
   const int64_t nz = static_cast<int64_t>(z.size());
-  const int64_t mats = x.numel() / std::max<int64_t>(rows * cols, 1);
+  const int64_t mats = matrices(x.numel(), rows, cols);
   if (nz == 1) {
     for (int32_t& v : out) v -= z[0];
   } else if (nz == per || nz == per * mats) {
@@ -459,8 +432,8 @@ void qlinear_matmul_kernel(KernelContext& ctx) {
     return s[static_cast<size_t>(mat * per + which)];
   };
   const int64_t na = static_cast<int64_t>(sa.size()), nbs = static_cast<int64_t>(sb.size());
-  const int64_t a_mats = a.numel() / std::max<int64_t>(p.M * p.K, 1);
-  const int64_t b_mats = b.numel() / std::max<int64_t>(p.K * p.N, 1);
+  const int64_t a_mats = matrices(a.numel(), p.M, p.K);
+  const int64_t b_mats = matrices(b.numel(), p.K, p.N);
   if (na != 1 && na != p.M && na != p.M * a_mats)
     ctx.fail("a_scale has {} elements; expected 1 or one per row ({})", na, p.M);
   if (nbs != 1 && nbs != p.N && nbs != p.N * b_mats)
@@ -494,6 +467,7 @@ void det_kernel(KernelContext& ctx) {
   if (x.dim(x.rank() - 2) != n) ctx.fail("input matrices must be square, got {}", dims_str(x.dims()));
   Tensor& y = ctx.output(0);
   const int64_t mats = y.numel();
+  if (mats == 0) return;  // no matrix: n * n need not even fit int64
   dispatch_float(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     std::vector<double> m(static_cast<size_t>(n * n));

@@ -5,6 +5,7 @@
 #include <map>
 #include <type_traits>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -137,7 +138,8 @@ std::vector<int64_t> id_strides(const Contraction& c, const Dims& d, size_t i) {
   const std::vector<int>& ids = c.in_ids[i];
   for (size_t a = ids.size(); a-- > 0;) {
     if (d[a] != 1 || c.size[static_cast<size_t>(ids[a])] == 1) st[static_cast<size_t>(ids[a])] += s;
-    s *= d[a];
+    if (!mul_fits(s, d[a], s))
+      s = 0;  // only an empty operand's strides pass int64; it is never read
   }
   return st;
 }
@@ -147,9 +149,11 @@ std::vector<int64_t> id_strides(const Contraction& c, const Dims& d, size_t i) {
 template <typename F>
 void walk(const std::vector<int64_t>& sizes, const std::vector<std::vector<int64_t>>& strides, F&& f) {
   const size_t r = sizes.size(), ns = strides.size();
+  // The whole index space (output and contracted labels): a product no tensor bounds.
+  if (std::find(sizes.begin(), sizes.end(), int64_t{0}) != sizes.end()) return;
   int64_t total = 1;
-  for (int64_t s : sizes) total *= s;
-  if (total == 0) return;
+  for (int64_t s : sizes)
+    total = checked_mul(total, s, "the Einsum index space (the product of every label's extent)");
   std::vector<int64_t> idx(r, 0), off(ns, 0);
   for (int64_t step = 0; step < total; ++step) {
     f(step, off);
@@ -193,7 +197,13 @@ void einsum_direct(const KernelContext& ctx, const Contraction& c, Tensor& y) {
     for (int id : order) strides[i].push_back(st[static_cast<size_t>(id)]);
   }
   int64_t inner = 1;  // contracted elements per output element
-  for (size_t k = n_out; k < sizes.size(); ++k) inner *= sizes[k];
+  for (size_t k = n_out; k < sizes.size(); ++k) {
+    if (sizes[k] == 0) {
+      inner = 0;
+      break;
+    }
+    inner = checked_mul(inner, sizes[k], "the contracted extent of an Einsum");
+  }
   std::vector<const T*> src(n);
   for (size_t i = 0; i < n; ++i) src[i] = ctx.input(i).data<T>();
   T* yd = y.data<T>();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/nms.h"
 #include "kernels/registry.h"
@@ -106,14 +107,19 @@ void tfidf_rows(KernelContext& ctx, const std::vector<Tok>& pool, int64_t rows, 
   std::fill(yp, yp + y.numel(), 0.0f);
   std::vector<int64_t> counts(idx.size());
   std::vector<Tok> key;
+  // Grams longer than a row, or skips wider than it, match nothing: the loops stop there,
+  // whatever max_gram_length and max_skip_count (attributes) say.
+  const int64_t hi_row = std::min(hi, cols);
   for (int64_t r = 0; r < rows; ++r) {
     std::fill(counts.begin(), counts.end(), 0);
-    for (int64_t n = lo; n <= hi; ++n) {
+    for (int64_t n = std::max<int64_t>(lo, 1); n <= hi_row; ++n) {
       // Unigrams do not depend on the skip; count them once.
-      const int64_t skips = n == 1 ? 0 : max_skip;
+      const int64_t skips = n == 1 ? 0 : std::min(max_skip, cols);
       for (int64_t s = 0; s <= skips; ++s) {
         const int64_t stride = s + 1;
-        for (int64_t start = 0; start + (n - 1) * stride < cols; ++start) {
+        int64_t reach = 0;  // (n - 1) * stride: how far a gram spans past its start
+        if (!mul_fits(n - 1, stride, reach) || reach >= cols) break;
+        for (int64_t start = 0; start + reach < cols; ++start) {
           key.clear();
           for (int64_t j = 0; j < n; ++j) key.push_back(get(r * cols + start + j * stride));
           auto it = m.find(key);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -299,7 +300,10 @@ void tree_ensemble(KernelContext& ctx) {
   const int64_t rows = X.rank() == 2 ? X.dim(0) : 1;
   const int64_t feats = X.rank() == 2 ? X.dim(1) : X.numel();
   const int64_t targets = ctx.attr_i("n_targets", 0);
-  if (Y.numel() != rows * targets) ctx.fail("output {} does not fit [{}, {}]", dims_str(Y.dims()), rows, targets);
+  int64_t want = -1;
+  if (!mul_fits(rows, targets, want) || Y.numel() != want)
+    ctx.fail("output {} does not fit [{}, {}]", dims_str(Y.dims()), rows, targets);
+  if (Y.numel() == 0) return;  // n_targets (an attribute) sizes the per-row buffers below
   const Forest f = load_forest(ctx, feats, targets);
   const int64_t agg = ctx.attr_i("aggregate_function", 1);
   const int64_t post = ctx.attr_i("post_transform", 0);
@@ -366,7 +370,8 @@ void array_feature_extractor(KernelContext& ctx) {
   for (int64_t j = 0; j < k; ++j)
     if (ip[j] < 0 || ip[j] >= f)
       ctx.fail("index {} is out of range for the last axis of X ({} elements)", ip[j], f);
-  if (y.numel() != rows * k && !(f == 0 && y.numel() == 0))
+  int64_t want = -1;
+  if ((!mul_fits(rows, k, want) || y.numel() != want) && !(f == 0 && y.numel() == 0))
     ctx.fail("output {} does not fit {} rows of {} indices", dims_str(y.dims()), rows, k);
   dispatch_bytes(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

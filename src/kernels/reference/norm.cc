@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -79,9 +80,10 @@ std::vector<int64_t> offsets(const Dims& dims, const std::vector<int64_t>& strid
   return out;
 }
 
+/// Product of d[from, to), checked: the dims of an empty X are bounded by nothing.
 int64_t product(const Dims& d, size_t from, size_t to) {
   int64_t p = 1;
-  for (size_t i = from; i < to; ++i) p *= d[i];
+  for (size_t i = from; i < to; ++i) p = checked_mul(p, d[i], "a product of X's dims");
   return p;
 }
 
@@ -107,13 +109,19 @@ void batch_norm_typed(KernelContext& ctx) {
   }
   // Before opset 9, spatial = 0 takes statistics per (channel, position).
   const bool per_element = ctx.opset() < 9 && ctx.attr_i("spatial", 1) == 0;
-  const int64_t pcount = per_element ? channels * inner : channels;
+  const int64_t pcount =
+      per_element ? checked_mul(channels, inner, "channels * spatial size") : channels;
   std::vector<double> params[4];
   const char* names[4] = {"scale", "B", "mean", "var"};
   for (size_t i = 0; i < 4; ++i) {
     params[i] = to_doubles(ctx.input(i + 1), "BatchNormalization parameters");
     if (static_cast<int64_t>(params[i].size()) != pcount)
       ctx.fail("{} (input {}) has {} values, expected {}", names[i], i + 1, params[i].size(), pcount);
+  }
+  if (x.numel() == 0) {
+    // The loops below walk batch * channels even when a spatial extent is 0.
+    if (training) ctx.fail("training-mode statistics of an empty X {} are undefined", dims_str(xd));
+    return;
   }
   std::vector<double> mean = params[2], var = params[3];
   const T* xp = x.data<T>();
@@ -189,6 +197,17 @@ void layer_norm_impl(KernelContext& ctx, bool rms) {
   if (y.dims() != xd) ctx.fail("output {} does not match X {}", dims_str(y.dims()), dims_str(xd));
   const double eps = ctx.attr_f("epsilon", 1e-5f);
   const size_t ax = static_cast<size_t>(axis);
+  if (x.numel() == 0) {
+    // No element to normalize: the statistics of empty rows are NaN (0 / 0), and the
+    // loops below would walk X's other, possibly huge, extents for nothing.
+    for (size_t o = 1; o <= 2 && !rms; ++o)
+      if (ctx.has_output(o)) {
+        Tensor& t = ctx.output(o);
+        from_doubles(t, std::vector<double>(static_cast<size_t>(t.numel()), std::nan("")),
+                     "LayerNormalization statistics");
+      }
+    return;
+  }
   const int64_t outer = product(xd, 0, ax), inner = product(xd, ax, xd.size());
 
   const Tensor& st = ctx.input(1);
@@ -261,6 +280,7 @@ void group_norm_impl(KernelContext& ctx, int64_t groups, bool params_per_group) 
   if (xd.size() < 2) ctx.fail("X must have rank >= 2 (N, C, D...), got {}", dims_str(xd));
   if (y.dims() != xd) ctx.fail("output {} does not match X {}", dims_str(y.dims()), dims_str(xd));
   const int64_t batch = xd[0], channels = xd[1], inner = product(xd, 2, xd.size());
+  if (x.numel() == 0) return;  // y is empty too
   if (groups < 1 || channels % groups != 0)
     ctx.fail("channels {} are not divisible by the number of groups {}", channels, groups);
   const int64_t cpg = channels / groups;
@@ -327,6 +347,7 @@ void lrn_typed(KernelContext& ctx) {
   if (size < 1) ctx.fail("size must be >= 1, got {}", size);
   const double alpha = ctx.attr_f("alpha", 1e-4f), beta = ctx.attr_f("beta", 0.75f), bias = ctx.attr_f("bias", 1.0f);
   const int64_t batch = xd[0], channels = xd[1], inner = product(xd, 2, xd.size());
+  if (x.numel() == 0) return;                             // y is empty too
   const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;  // channels before / after c
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
@@ -363,6 +384,7 @@ void lp_norm_typed(KernelContext& ctx) {
   if (axis < 0) axis += rank;
   const int64_t p = ctx.attr_i("p", 2);
   if (p != 1 && p != 2) ctx.fail("p must be 1 or 2, got {}", p);
+  if (x.numel() == 0) return;  // y is empty too
   const size_t ax = static_cast<size_t>(axis);
   const int64_t outer = product(xd, 0, ax), len = xd[ax], inner = product(xd, ax + 1, xd.size());
   const T* xp = x.data<T>();
@@ -400,6 +422,7 @@ void mvn_typed(KernelContext& ctx) {
     if (a < -rank || a >= rank) ctx.fail("axis {} is out of range for rank {}", a, rank);
     reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
   }
+  if (x.numel() == 0) return;  // y is empty too; the kept extents may be huge
   // Statistics index of every element: its coordinates on the kept axes, flattened.
   std::vector<int64_t> kst(xd.size(), 0);
   int64_t kept = 1;

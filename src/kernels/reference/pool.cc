@@ -8,8 +8,6 @@
 
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/window.h"
-#include "kernels/cpu/fast_path.h"
-#include "kernels/cpu/pool.h"
 #include "kernels/registry.h"
 
 namespace onyx::kernels {
@@ -58,28 +56,58 @@ struct Windows {
   std::vector<int64_t> flat, start, padded;
 };
 
+/// Number of k in [0, n) with lo <= base + k * step < hi (step >= 1).
+std::pair<int64_t, int64_t> taps_in(int64_t base, int64_t step, int64_t n, int64_t lo, int64_t hi) {
+  // First k with base + k * step >= lo, and one past the last with base + k * step < hi
+  // (ceil division written so that a huge step cannot overflow).
+  int64_t k0 = base >= lo ? 0 : (lo - base) / step + ((lo - base) % step != 0);
+  int64_t k1 = base >= hi ? 0 : (hi - 1 - base) / step + 1;
+  k0 = std::min(k0, n);
+  k1 = std::clamp(k1, k0, n);
+  return {k0, k1};
+}
+
 Windows build_windows(const WindowGeom& g) {
+  // Per axis and output index, the kernel taps that fall inside the input, and how many
+  // fall inside input + pads: the windows are their products. Walking these ranges, not
+  // every tap, keeps the work to the positions read even when kernel_shape (an attribute,
+  // bounded by no tensor) is far larger than the input and mostly padding.
+  const size_t nsp = g.nsp;
+  std::vector<std::vector<int64_t>> first(nsp), count(nsp), padded(nsp);
+  for (size_t d = 0; d < nsp; ++d) {
+    for (int64_t o = 0; o < g.out[d]; ++o) {
+      const int64_t base = o * g.strides[d] - g.pad_begin[d];
+      auto [k0, k1] = taps_in(base, g.dilations[d], g.kernel[d], 0, g.in[d]);
+      auto [p0, p1] =
+          taps_in(base, g.dilations[d], g.kernel[d], -g.pad_begin[d], g.in[d] + g.pad_end[d]);
+      first[d].push_back(k1 > k0 ? base + k0 * g.dilations[d] : 0);
+      count[d].push_back(k1 - k0);
+      padded[d].push_back(p1 - p0);
+    }
+  }
   Windows w;
-  std::vector<int64_t> koffs = kernel_offsets(g);
-  std::vector<int64_t> o(g.nsp, 0);
+  std::vector<int64_t> o(nsp, 0), t(nsp, 0), tn(nsp, 0);
   w.start.reserve(static_cast<size_t>(g.out_size) + 1);
   w.padded.reserve(static_cast<size_t>(g.out_size));
   do {
     w.start.push_back(static_cast<int64_t>(w.flat.size()));
-    int64_t padded = 0;
-    for (int64_t k = 0; k < g.kernel_size; ++k) {
-      int64_t f = 0;
-      bool inside = true, in_pad = true;
-      for (size_t d = 0; d < g.nsp; ++d) {
-        int64_t c = o[d] * g.strides[d] - g.pad_begin[d] + koffs[k * g.nsp + d];
-        if (c < 0 || c >= g.in[d]) inside = false;
-        if (c < -g.pad_begin[d] || c >= g.in[d] + g.pad_end[d]) in_pad = false;
-        f = f * g.in[d] + c;
-      }
-      if (in_pad) ++padded;
-      if (inside) w.flat.push_back(f);
+    int64_t pad_count = 1;
+    bool any = true;
+    for (size_t d = 0; d < nsp; ++d) {
+      pad_count *= padded[d][static_cast<size_t>(o[d])];
+      tn[d] = count[d][static_cast<size_t>(o[d])];
+      any = any && tn[d] > 0;
+      t[d] = 0;
     }
-    w.padded.push_back(padded);
+    w.padded.push_back(pad_count);
+    if (any) {
+      do {  // the taps inside the input, row-major as the kernel is numbered
+        int64_t f = 0;
+        for (size_t d = 0; d < nsp; ++d)
+          f = f * g.in[d] + first[d][static_cast<size_t>(o[d])] + t[d] * g.dilations[d];
+        w.flat.push_back(f);
+      } while (next_index(t, tn));
+    }
   } while (next_index(o, g.out));
   w.start.push_back(static_cast<int64_t>(w.flat.size()));
   return w;
@@ -106,8 +134,6 @@ void max_pool_typed(KernelContext& ctx) {
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
   int64_t* ip = ind ? ind->data<int64_t>() : nullptr;
-  if constexpr (std::is_same_v<T, float>)
-    if (!ip && cpu::fast_paths_enabled() && cpu::max_pool2d_f32(g, planes, xp, yp)) return;
   using A = acc_t<T>;
   Windows win = build_windows(g);
   for (int64_t pl = 0; pl < planes; ++pl) {
@@ -299,19 +325,25 @@ void max_unpool_typed(KernelContext& ctx) {
   // at the end of each axis, so indices are decoded in the default shape.
   Dims def(nsp);
   for (size_t d = 0; d < nsp; ++d) {
-    def[d] = (x.dim(d + 2) - 1) * strides[d] + kernel[d] - pads[d] - pads[d + nsp];
+    const char* what = "the unpooled extent ((input - 1) * strides + kernel_shape - pads)";
+    def[d] =
+        checked_sub(checked_add(checked_mul(x.dim(d + 2) - 1, strides[d], what), kernel[d], what),
+                    checked_add(pads[d], pads[d + nsp], what), what);
     if (def[d] < 0) ctx.fail("spatial axis {}: unpooled extent {} is negative", d, def[d]);
   }
+  if (x.numel() == 0) return;  // nothing to scatter (y is zero-filled)
   const int64_t def_plane = product(def), out_plane = product(Dims(y.dims().begin() + 2, y.dims().end()));
   const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t def_total = checked_mul(planes, def_plane, "the unpooled tensor's element count");
   T* yp = y.data<T>();
   std::fill(yp, yp + y.numel(), T(acc_t<T>(0)));
   const T* xp = x.data<T>();
   const int64_t* ip = ind.data<int64_t>();
   for (int64_t k = 0; k < x.numel(); ++k) {
     int64_t i = ip[k];
-    if (i < 0 || i >= planes * def_plane)
-      ctx.fail("index {} at position {} is outside the unpooled tensor ({} elements)", i, k, planes * def_plane);
+    if (i < 0 || i >= def_total)
+      ctx.fail("index {} at position {} is outside the unpooled tensor ({} elements)", i, k,
+               def_total);
     const int64_t plane = i / def_plane;
     int64_t rest = i % def_plane, off = 0, stride = 1;
     bool inside = true;
@@ -355,19 +387,29 @@ void max_roi_pool_typed(KernelContext& ctx) {
     const double bd = val(roi[0]);
     if (!(bd >= 0 && bd < static_cast<double>(batch))) ctx.fail("roi {} has batch index {} outside [0, {})", r, bd, batch);
     const int64_t b = static_cast<int64_t>(bd);
-    const int64_t x1 = std::llround(val(roi[1]) * scale), y1 = std::llround(val(roi[2]) * scale);
-    const int64_t x2 = std::llround(val(roi[3]) * scale), y2 = std::llround(val(roi[4]) * scale);
-    const double roi_h = static_cast<double>(std::max<int64_t>(y2 - y1 + 1, 1));
-    const double roi_w = static_cast<double>(std::max<int64_t>(x2 - x1 + 1, 1));
+    // Coordinates far outside the image are clamped first, so rounding and the bin
+    // arithmetic below stay within int64 (a NaN corner reads as 0).
+    auto coord = [&](const T& v) {
+      const double c = val(v) * scale;
+      return static_cast<double>(std::llround(c == c ? std::clamp(c, -1e15, 1e15) : 0.0));
+    };
+    const double x1 = coord(roi[1]), y1 = coord(roi[2]), x2 = coord(roi[3]), y2 = coord(roi[4]);
+    const double roi_h = std::max(y2 - y1 + 1, 1.0);
+    const double roi_w = std::max(x2 - x1 + 1, 1.0);
     const double bin_h = roi_h / static_cast<double>(ph), bin_w = roi_w / static_cast<double>(pw);
     for (int64_t c = 0; c < channels; ++c) {
       const T* plane = xp + (b * channels + c) * height * width;
       for (int64_t i = 0; i < ph; ++i) {
-        int64_t hs = std::clamp<int64_t>(static_cast<int64_t>(std::floor(i * bin_h)) + y1, 0, height);
-        int64_t he = std::clamp<int64_t>(static_cast<int64_t>(std::ceil((i + 1) * bin_h)) + y1, 0, height);
+        const double hd = static_cast<double>(height), wd = static_cast<double>(width);
+        auto hs = static_cast<int64_t>(
+            std::clamp(std::floor(static_cast<double>(i) * bin_h) + y1, 0.0, hd));
+        auto he = static_cast<int64_t>(
+            std::clamp(std::ceil(static_cast<double>(i + 1) * bin_h) + y1, 0.0, hd));
         for (int64_t j = 0; j < pw; ++j) {
-          int64_t ws = std::clamp<int64_t>(static_cast<int64_t>(std::floor(j * bin_w)) + x1, 0, width);
-          int64_t we = std::clamp<int64_t>(static_cast<int64_t>(std::ceil((j + 1) * bin_w)) + x1, 0, width);
+          auto ws = static_cast<int64_t>(
+              std::clamp(std::floor(static_cast<double>(j) * bin_w) + x1, 0.0, wd));
+          auto we = static_cast<int64_t>(
+              std::clamp(std::ceil(static_cast<double>(j + 1) * bin_w) + x1, 0.0, wd));
           double best = 0;
           bool any = false;
           for (int64_t h = hs; h < he; ++h)

@@ -38,7 +38,9 @@ QuantLayout make_layout(const KernelContext& ctx, const Tensor& x, const Tensor&
   const int64_t block = ctx.attr_i("block_size", 0);
   if (zp && zp->numel() != scale.numel())
     ctx.fail("zero point has {} elements, scale {}", zp->numel(), scale.numel());
-  if (block <= 0 && scale.numel() == 1 && scale.rank() <= 1) {
+  if ((block <= 0 && scale.numel() == 1 && scale.rank() <= 1) || x.numel() == 0) {
+    // Per tensor; and an empty x has nothing to scale (its other extents may not even
+    // multiply, and looping over them would be for nothing).
     L.inner = x.numel();
     return L;
   }
@@ -61,7 +63,7 @@ QuantLayout make_layout(const KernelContext& ctx, const Tensor& x, const Tensor&
     ctx.fail("blocked scale {} must have the rank of x {}", dims_str(scale.dims()),
              dims_str(x.dims()));
   for (size_t k = 0; k < x.rank(); ++k) {
-    const int64_t want = k == ax ? (x.dim(k) + block - 1) / block : x.dim(k);
+    const int64_t want = k == ax ? x.dim(k) / block + (x.dim(k) % block != 0) : x.dim(k);
     if (scale.dim(k) != want)
       ctx.fail("blocked scale {} does not fit x {} with block_size {} on axis {}",
                dims_str(scale.dims()), dims_str(x.dims()), block, axis);

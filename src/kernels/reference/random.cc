@@ -161,6 +161,7 @@ void multinomial(KernelContext& ctx) {
   if (y.rank() != 2 || y.dim(0) != batch || y.dim(1) != n)
     ctx.fail("output shape {} should be [{}, {}]", dims_str(y.dims()), batch, n);
   if (classes == 0 && batch > 0 && n > 0) ctx.fail("cannot sample from zero classes");
+  if (y.numel() == 0) return;  // (an empty X may claim any number of classes)
   Rng rng = make_rng(ctx);
   std::vector<double> cdf(static_cast<size_t>(classes));
   for (int64_t b = 0; b < batch; ++b) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "base/checked.h"
 #include "kernels/reference/arith.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
@@ -94,7 +95,8 @@ ReducePlan make_plan(const KernelContext& ctx, const Dims& dims) {
   int64_t s = 1;
   for (size_t k = dims.size(); k-- > 0;) {
     if (reduced[k]) {
-      p.count *= dims[k];
+      // Only an empty X can pass int64 here (a 0 elsewhere); its count is then 0.
+      if (!mul_fits(p.count, dims[k], p.count)) p.count = 0;
     } else {
       p.out_stride[k] = s;
       s *= dims[k];
@@ -217,8 +219,10 @@ void arg_reduce_kernel(KernelContext& ctx) {
   if (axis < 0) axis += rank;
   const bool last = ctx.attr_i("select_last_index", 0) != 0;
   int64_t outer = 1, inner = 1;
-  for (int64_t k = 0; k < axis; ++k) outer *= x.dim(static_cast<size_t>(k));
-  for (int64_t k = axis + 1; k < rank; ++k) inner *= x.dim(static_cast<size_t>(k));
+  for (int64_t k = 0; k < axis; ++k)
+    outer = checked_mul(outer, x.dim(static_cast<size_t>(k)), "the leading dims");
+  for (int64_t k = axis + 1; k < rank; ++k)
+    inner = checked_mul(inner, x.dim(static_cast<size_t>(k)), "the trailing dims");
   const int64_t n = x.dim(static_cast<size_t>(axis));
   if (n == 0 && outer * inner > 0) ctx.fail("cannot take the arg{} of an empty axis {}", kMax ? "max" : "min", axis);
   int64_t* yd = y.data<int64_t>();

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -14,14 +15,20 @@ struct Slices {
   int64_t outer = 1, n = 1, inner = 1;
 };
 
+/// The [outer, n, inner] view around `axis`. For an empty tensor outer is 0 (its other
+/// extents may not even multiply), so no loop over them runs.
 Slices slices_at(const Dims& dims, int64_t axis) {
   Slices s;
+  bool empty = false;
+  for (int64_t d : dims) empty = empty || d == 0;
   for (int64_t k = 0; k < static_cast<int64_t>(dims.size()); ++k) {
     int64_t d = dims[static_cast<size_t>(k)];
-    if (k < axis) s.outer *= d;
-    else if (k == axis) s.n = d;
-    else s.inner *= d;
+    if (k == axis)
+      s.n = d;
+    else if (!empty)
+      (k < axis ? s.outer : s.inner) *= d;
   }
+  if (empty) s.outer = 0;
   return s;
 }
 
@@ -58,6 +65,7 @@ void topk_kernel(KernelContext& ctx) {
   const bool largest = ctx.attr_i("largest", 1) != 0;
   Tensor& values = ctx.output(0);
   int64_t* id = ctx.has_output(1) ? ctx.output(1).data<int64_t>() : nullptr;
+  if (x.numel() == 0) return;  // the outputs are empty too (k <= n); no column buffer
   if (values.numel() != s.outer * k * s.inner)
     ctx.fail("output has {} elements, expected {}", values.numel(), s.outer * k * s.inner);
   dispatch_numeric(x.dtype(), [&](auto tag) {

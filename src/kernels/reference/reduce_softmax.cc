@@ -1,9 +1,11 @@
 // Reference kernels of the reduce family, part 2: Softmax, LogSoftmax, Hardmax,
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -22,13 +24,17 @@ AxisView softmax_view(const KernelContext& ctx, const Dims& dims) {
   const int64_t rank = static_cast<int64_t>(dims.size());
   int64_t axis = ctx.attr_i("axis", ctx.opset() >= 13 ? -1 : 1);
   AxisView v;
+  // An empty tensor's other extents may not even multiply; nothing is computed for it.
+  const bool empty = std::find(dims.begin(), dims.end(), int64_t{0}) != dims.end();
   if (ctx.opset() < 13) {
     if (axis < -rank || axis > rank) ctx.fail("axis {} is out of range for rank {}", axis, rank);
     if (axis < 0) axis += rank;
+    if (empty) return AxisView{0, 0, 0};
     for (int64_t k = 0; k < rank; ++k) (k < axis ? v.outer : v.n) *= dims[static_cast<size_t>(k)];
   } else {
     if (axis < -rank || axis >= rank) ctx.fail("axis {} is out of range for rank {}", axis, rank);
     if (axis < 0) axis += rank;
+    if (empty) return AxisView{0, 0, 0};
     for (int64_t k = 0; k < rank; ++k) {
       int64_t d = dims[static_cast<size_t>(k)];
       if (k < axis) v.outer *= d;
@@ -126,7 +132,8 @@ void nll_reduce(KernelContext& ctx, const std::vector<double>& logp, const Tenso
   const Dims& dims = input.dims();
   const int64_t N = dims[0], C = dims[1];
   int64_t D = 1;
-  for (size_t k = 2; k < dims.size(); ++k) D *= dims[k];
+  for (size_t k = 2; k < dims.size(); ++k)
+    D = checked_mul(D, dims[k], "the spatial size of the input");
   Dims want(dims.begin(), dims.end());
   want.erase(want.begin() + 1);
   if (target.dims() != want)
@@ -190,7 +197,8 @@ void sce_loss_kernel(KernelContext& ctx) {
     AxisView v;
     v.outer = dims[0];
     v.n = dims[1];
-    for (size_t k = 2; k < dims.size(); ++k) v.inner *= dims[k];
+    for (size_t k = 2; k < dims.size(); ++k)
+      v.inner = checked_mul(v.inner, dims[k], "the spatial size of the scores");
     std::vector<double> xs(static_cast<size_t>(x.numel())), logp(xs.size());
     for (size_t k = 0; k < xs.size(); ++k) xs[k] = static_cast<double>(x.data<T>()[k]);
     if (!xs.empty()) softmax_rows<SM::kLogSoftmax, double>(xs.data(), logp.data(), v);

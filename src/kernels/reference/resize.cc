@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -218,7 +219,9 @@ std::vector<double> resample_axis(const std::vector<double>& src, Dims& dims, si
   for (size_t d = 0; d < axis; ++d) outer *= dims[d];
   for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
   const int64_t in = plan.in, out = plan.out;
-  std::vector<double> dst(static_cast<size_t>(outer * out * inner), 0.0);
+  // Between two axes the buffer holds output extents before `axis` and input ones after
+  // it, a product neither X nor Y bounds.
+  std::vector<double> dst(checked_count({outer, out, inner}, "the intermediate of a Resize"), 0.0);
   for (int64_t o = 0; o < outer; ++o) {
     const double* s = src.data() + o * in * inner;
     double* t = dst.data() + o * out * inner;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -141,10 +142,12 @@ void grid_sample_kernel(KernelContext& ctx) {
   for (size_t i = 0; i < r; ++i) {
     const int64_t len = X.dim(2 + i);
     axes[i] = {len, align ? 0.0 : -0.5, align ? static_cast<double>(len) - 1 : static_cast<double>(len) - 0.5};
-    in_spatial *= len;
+    // Past int64 only for an empty X or grid (N or C of 0), which returns below.
+    if (!mul_fits(in_spatial, len, in_spatial)) in_spatial = 0;
   }
   int64_t out_spatial = 1;
-  for (size_t i = 1; i + 1 < G.rank(); ++i) out_spatial *= G.dim(i);
+  for (size_t i = 1; i + 1 < G.rank(); ++i)
+    if (!mul_fits(out_spatial, G.dim(i), out_spatial)) out_spatial = 0;
   Tensor& Y = ctx.output(0);
   if (Y.numel() == 0) return;
   if (in_spatial == 0) ctx.fail("X has an empty spatial extent {}", dims_str(X.dims()));
@@ -377,13 +380,17 @@ void affine_grid_kernel(KernelContext& ctx) {
              dims_str(size), dims_str(theta.dims()));
   const bool align = ctx.attr_i("align_corners", 0) != 0;
   const int64_t D = sp == 3 ? size[2] : 1, H = size[size.size() - 2], W = size[size.size() - 1];
+  Tensor& Y = ctx.output(0);
+  // `size` is data: with N = 0 it may name any H and W, which must not size the
+  // position tables below.
+  if (static_cast<size_t>(Y.numel()) !=
+      checked_count({N, D, H, W, sp}, "the grid (N * D * H * W * spatial rank)"))
+    ctx.fail("output has shape {}, expected {} elements", dims_str(Y.dims()), N * D * H * W * sp);
+  if (Y.numel() == 0) return;
   const std::vector<double> zs = base_positions(D, align), ys = base_positions(H, align),
                             xs = base_positions(W, align);
   const std::vector<double> th = to_doubles(theta);
-  Tensor& Y = ctx.output(0);
   std::vector<double> out(static_cast<size_t>(Y.numel()));
-  if (out.size() != static_cast<size_t>(N * D * H * W * sp))
-    ctx.fail("output has shape {}, expected {} elements", dims_str(Y.dims()), N * D * H * W * sp);
   size_t o = 0;
   for (int64_t n = 0; n < N; ++n) {
     const double* t = &th[static_cast<size_t>(n * sp * (sp + 1))];

@@ -1,15 +1,17 @@
 // Reference kernels of the rnn family: RNN, GRU, LSTM (every direction, both layouts,
 // sequence_lens, initial states, custom activations, clip, peepholes).
 // All arithmetic is done in double and rounded to the output dtype once.
+#include "kernels/cpu/rnn.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "kernels/reference/dispatch.h"
-#include "kernels/cpu/fast_path.h"
+#include "base/checked.h"
 #include "kernels/cpu/rnn.h"
+#include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
 namespace onyx::kernels {
@@ -155,7 +157,7 @@ void run_recurrent(KernelContext& ctx, Cell cell) {
   const int64_t I = X.dim(2);
   const int64_t H = ctx.has_attr("hidden_size") ? ctx.attr_i("hidden_size", 0) : Rt.dim(2);
   if (H <= 0) ctx.fail("hidden_size must be positive, got {}", H);
-  const int64_t G = gates * H;
+  const int64_t G = checked_mul(gates, H, "hidden_size times the gate count");
   check_dims(ctx, 1, "W", {nd, G, I});
   check_dims(ctx, 2, "R", {nd, G, H});
   check_dims(ctx, 3, "B", {nd, 2 * G});
@@ -175,9 +177,12 @@ void run_recurrent(KernelContext& ctx, Cell cell) {
   }
 
   const std::vector<double> x = to_doubles(X), w = to_doubles(Wt), r = to_doubles(Rt);
+  // B (batch) comes from X, which may be empty (input_size 0) and so bounds nothing.
+  const size_t state_size =
+      checked_count({nd, B, H}, "the state (num_directions * batch * hidden_size)");
   std::vector<double> bias(static_cast<size_t>(nd * 2 * G), 0.0);
   if (ctx.has_input(3)) bias = to_doubles(ctx.input(3));
-  std::vector<double> h0(static_cast<size_t>(nd * B * H), 0.0), c0 = h0;
+  std::vector<double> h0(state_size, 0.0), c0 = h0;
   if (ctx.has_input(5)) h0 = to_doubles(ctx.input(5));
   if (cell == Cell::kLstm && ctx.has_input(6)) c0 = to_doubles(ctx.input(6));
   std::vector<double> peep(static_cast<size_t>(nd * 3 * H), 0.0);
@@ -206,8 +211,8 @@ void run_recurrent(KernelContext& ctx, Cell cell) {
     return static_cast<size_t>((layout == 0 ? (t * nd + d) * B + b : (b * S + t) * nd + d) * H);
   };
 
-  std::vector<double> Y(ctx.has_output(0) ? static_cast<size_t>(S * nd * B * H) : 0, 0.0);
-  std::vector<double> Yh(static_cast<size_t>(nd * B * H), 0.0), Yc = Yh;
+  std::vector<double> Y(ctx.has_output(0) ? checked_count({S, nd, B, H}, "the output Y") : 0, 0.0);
+  std::vector<double> Yh(state_size, 0.0), Yc = Yh;
   std::vector<double> xw(static_cast<size_t>(G)), hr(static_cast<size_t>(G));
   std::vector<double> h(static_cast<size_t>(H)), c(static_cast<size_t>(H)), hn(static_cast<size_t>(H));
 
@@ -286,7 +291,7 @@ void run_recurrent(KernelContext& ctx, Cell cell) {
 void rnn_kernel(KernelContext& ctx) { run_recurrent(ctx, Cell::kRnn); }
 void gru_kernel(KernelContext& ctx) { run_recurrent(ctx, Cell::kGru); }
 void lstm_kernel(KernelContext& ctx) {
-  if (cpu::fast_paths_enabled() && cpu::lstm_f32(ctx)) return;
+  if (ctx.fast_paths() && cpu::lstm_f32(ctx)) return;
   run_recurrent(ctx, Cell::kLstm);
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -59,7 +60,7 @@ int64_t scalar_position(const KernelContext& ctx, size_t i) {
 // Product of dims[from, to).
 int64_t span(const Dims& d, size_t from, size_t to) {
   int64_t n = 1;
-  for (size_t k = from; k < to; ++k) n *= d[k];
+  for (size_t k = from; k < to; ++k) n = checked_mul(n, d[k], "a product of dims");
   return n;
 }
 
@@ -141,6 +142,12 @@ void split_to_sequence(KernelContext& ctx) {
     if (st.rank() > 1) ctx.fail("split must be a scalar or 1-D, got shape {}", dims_str(st.dims()));
     if (st.rank() == 0) {
       if (split[0] <= 0) ctx.fail("a scalar split must be > 0, got {}", split[0]);
+      const int64_t parts = dim / split[0] + (dim % split[0] != 0);
+      if (x.numel() == 0 && parts > kMaxEmptySlices)
+        ctx.fail(
+            "splitting the empty input {} along axis {} would make a sequence of {} empty tensors "
+            "(onyx allows at most {})",
+            dims_str(x.dims()), a, parts, kMaxEmptySlices);
       for (int64_t left = dim; left > 0; left -= split[0]) lens.push_back(std::min(left, split[0]));
     } else {
       int64_t sum = 0;
@@ -158,6 +165,11 @@ void split_to_sequence(KernelContext& ctx) {
     }
   } else {
     keep = ctx.attr_i("keepdims", 1) != 0;
+    if (x.numel() == 0 && dim > kMaxEmptySlices)
+      ctx.fail(
+          "splitting the empty input {} along axis {} would make a sequence of {} empty tensors "
+          "(onyx allows at most {})",
+          dims_str(x.dims()), a, dim, kMaxEmptySlices);
     lens.assign(static_cast<size_t>(dim), 1);
   }
   int64_t outer = span(x.dims(), 0, a);
@@ -206,9 +218,10 @@ void concat_from_sequence(KernelContext& ctx) {
     if (!ok)
       ctx.fail("tensor {} of shape {} does not match tensor 0 of shape {} (axis {})", i,
                dims_str(t.dims()), dims_str(first.dims()), a);
-    out[a] += new_axis ? 1 : t.dim(a);
+    out[a] = checked_add(out[a], new_axis ? 1 : t.dim(a), "the concatenated axis");
   }
   Tensor& y = ctx.alloc_output(0, first.dtype(), out);
+  if (y.numel() == 0) return;
   // Each item is an [outer, len, rest] block; len is 1 for a new axis.
   int64_t outer = span(first.dims(), 0, a);
   int64_t rest = span(first.dims(), new_axis ? a : a + 1, first.rank());

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/doubles.h"
 #include "kernels/registry.h"
@@ -79,17 +80,20 @@ void dft(KernelContext& ctx) {
     ctx.fail("axis {} is out of range [{}, -2] U [0, {}] for rank {}", axis, -r, r - 2, r);
   if (axis < 0) axis += r;
   const int64_t n_axis = xt.dim(static_cast<size_t>(axis));
-  int64_t n = irfft ? 2 * (n_axis - 1) : n_axis;
+  int64_t n = irfft ? checked_mul(2, n_axis - 1, "the IRFFT length 2 * (bins - 1)") : n_axis;
   if (ctx.has_input(1)) n = scalar_input(ctx, 1, "dft_length");
   if (n <= 0) ctx.fail("the DFT length must be positive, got {}", n);
   const int64_t n_out = onesided && !inverse ? n / 2 + 1 : n;
 
+  Tensor& yt = ctx.output(0);
+  // dft_length is data: with an empty output it must not size the tables below.
+  if (yt.numel() == 0) return;
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= xt.dim(static_cast<size_t>(i));
   for (int64_t i = axis + 1; i < r - 1; ++i) inner *= xt.dim(static_cast<size_t>(i));
-  Tensor& yt = ctx.output(0);
   const int64_t out_comp = irfft ? 1 : 2;
-  if (yt.numel() != outer * n_out * inner * out_comp)
+  if (static_cast<size_t>(yt.numel()) !=
+      checked_count({outer, n_out, inner, out_comp}, "the DFT output"))
     ctx.fail("output {} does not match the DFT of {}", dims_str(yt.dims()), dims_str(xt.dims()));
 
   const std::vector<double> x = load(xt);
@@ -156,6 +160,7 @@ void stft(KernelContext& ctx) {
   if (yt.dims() != Dims{batch, frames, bins, 2})
     ctx.fail("output {} does not match [{}, {}, {}, 2]", dims_str(yt.dims()), batch, frames, bins);
 
+  if (yt.numel() == 0) return;  // (frame_length, from data, sizes the tables below)
   const std::vector<double> x = load(st);
   std::vector<double> y(static_cast<size_t>(yt.numel()));
   const Twiddles tw(fl);

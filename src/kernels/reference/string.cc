@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/broadcast.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/string_ops.h"
@@ -29,7 +30,8 @@ void string_split(KernelContext& ctx) {
   const int64_t maxsplit = ctx.has_attr("maxsplit") ? ctx.attr_i("maxsplit", -1) : -1;
   const int64_t n = x.numel();
   const int64_t width = y.rank() == x.rank() + 1 ? y.dims().back() : -1;
-  if (width < 0 || y.numel() != n * width)
+  int64_t want = -1;
+  if (width < 0 || !mul_fits(n, width, want) || y.numel() != want)
     ctx.fail("output shape {} does not fit input {}", dims_str(y.dims()), dims_str(x.dims()));
   const std::string* xp = x.data<std::string>();
   std::string* yp = y.data<std::string>();
@@ -87,7 +89,16 @@ void regex_full_match(KernelContext& ctx) {
   }
   const std::string* xp = x.data<std::string>();
   uint8_t* yp = static_cast<uint8_t*>(y.raw());
+  // std::regex matches by recursion, about one frame per character and pattern element:
+  // a few thousand characters against a small pattern overflow an 8 MB stack (SIGSEGV).
+  // This budget keeps a factor of three from that in measurements.
+  const size_t budget = size_t{1} << 16, per_char = pattern.size() + 16;
   for (int64_t k = 0; k < x.numel(); ++k) {
+    if (xp[k].size() > budget / per_char)
+      ctx.fail(
+          "element {} has {} bytes; with this {}-byte pattern the regex engine (std::regex, "
+          "which recurses per character) matches at most {}",
+          k, xp[k].size(), pattern.size(), budget / per_char);
     try {
       yp[k] = std::regex_match(utf8_to_wide(xp[k]), re) ? 1 : 0;
     } catch (const std::regex_error& e) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <random>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/tensor_data.h"
 #include "kernels/registry.h"
@@ -322,7 +323,12 @@ void range_kernel(KernelContext& ctx) {
     if constexpr (std::is_integral_v<T>) {
       auto start = static_cast<int64_t>(ctx.input(0).data<T>()[0]);
       auto delta = static_cast<int64_t>(ctx.input(2).data<T>()[0]);
-      for (int64_t k = 0; k < y.numel(); ++k) p[k] = static_cast<T>(start + k * delta);
+      // Every value lies in [start, limit), but k * delta alone may pass int64 (start near
+      // INT64_MIN, delta 2^62): add in uint64, which wraps to the right value.
+      for (int64_t k = 0; k < y.numel(); ++k)
+        p[k] = static_cast<T>(
+            static_cast<int64_t>(static_cast<uint64_t>(start) +
+                                 static_cast<uint64_t>(k) * static_cast<uint64_t>(delta)));
     } else {
       double start = scalar_double(ctx.input(0), "start"), delta = scalar_double(ctx.input(2), "delta");
       for (int64_t k = 0; k < y.numel(); ++k) p[k] = from_double<T>(start + static_cast<double>(k) * delta);
@@ -337,12 +343,13 @@ void depth_space(KernelContext& ctx, bool to_space) {
   Tensor& y = ctx.output(0);
   int64_t b = ctx.attr_i("blocksize", 0);
   if (x.rank() != 4 || b <= 0) ctx.fail("needs a 4-D input and a positive blocksize");
+  const int64_t bb = checked_mul(b, b, "attribute 'blocksize' squared");
   // Both are a reshape to 6-D, a transpose and a reshape back; the output, read as
   // 6-D, walks the input with these strides.
   Dims o6;
   std::vector<int64_t> s6;
   if (to_space) {
-    int64_t n = x.dim(0), c = x.dim(1) / (b * b), h = x.dim(2), w = x.dim(3);
+    int64_t n = x.dim(0), c = x.dim(1) / bb, h = x.dim(2), w = x.dim(3);
     o6 = {n, c, h, b, w, b};  // output (n, c, h, b1, w, b2)
     int64_t hw = h * w;
     if (ctx.attr_s("mode", "DCR") == "DCR")  // input (n, b1, b2, c, h, w)
@@ -397,8 +404,9 @@ void eye_like_kernel(KernelContext& ctx) {
     } else {
       T* p = y.data<T>();
       std::fill(p, p + y.numel(), from_double<T>(0));
-      for (int64_t i = 0; i < rows; ++i)
-        if (i + k >= 0 && i + k < cols) p[i * cols + i + k] = from_double<T>(1);
+      if (k < cols && k > -rows)  // else no diagonal entry falls inside (and i + k could overflow)
+        for (int64_t i = 0; i < rows; ++i)
+          if (i + k >= 0 && i + k < cols) p[i * cols + i + k] = from_double<T>(1);
     }
   }, "EyeLike");
 }

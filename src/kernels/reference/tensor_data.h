@@ -5,13 +5,14 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "onyx/tensor.h"
 
@@ -20,7 +21,10 @@ namespace onyx::kernels {
 /// Row-major element strides of `dims`.
 inline std::vector<int64_t> strides_of(const Dims& dims) {
   std::vector<int64_t> s(dims.size(), 1);
-  for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];
+  // Only an empty tensor's strides can pass int64 (a 0 before huge extents); nothing
+  // is read through them, so 0 stands in.
+  for (size_t k = dims.size(); k-- > 1;)
+    if (!mul_fits(s[k], dims[k], s[k - 1])) s[k - 1] = 0;
   return s;
 }
 
@@ -224,6 +228,12 @@ inline UniqueGroups unique_of(const Tensor& x, int64_t axis, bool sorted) {
   int64_t outer = 1, rows = x.numel(), inner = 1;
   if (axis >= 0) {
     rows = x.dim(static_cast<size_t>(axis));
+    if (x.numel() == 0 && rows > kMaxEmptySlices)
+      fail_runtime(
+          "Unique of the empty input {} along axis {} would group {} empty slices (onyx "
+          "allows at most {})",
+          dims_str(x.dims()), axis, rows, kMaxEmptySlices);
+    if (x.numel() == 0) outer = inner = 0;  // the other extents may not multiply; no row is read
     for (size_t k = 0; k < static_cast<size_t>(axis); ++k) outer *= x.dim(k);
     for (size_t k = static_cast<size_t>(axis) + 1; k < x.rank(); ++k) inner *= x.dim(k);
   }

@@ -3,6 +3,7 @@
 // along data-given lengths (ReverseSequence).
 #include <algorithm>
 
+#include "base/checked.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/tensor_data.h"
 #include "kernels/registry.h"
@@ -61,6 +62,8 @@ void pad_kernel(KernelContext& ctx) {
   if (axes.empty() && !(ctx.opset() >= 11 && ctx.has_input(3)))
     for (int64_t k = 0; k < r; ++k) axes.push_back(k);
   if (pads.size() != 2 * axes.size()) ctx.fail("pads must have 2 entries per padded axis");
+  // An empty output may still have one huge axis: build no per-axis table for it.
+  if (y.numel() == 0) return;
   std::vector<int64_t> begin(static_cast<size_t>(r), 0);
   size_t n = axes.size();
   for (size_t k = 0; k < n; ++k) {
@@ -74,7 +77,9 @@ void pad_kernel(KernelContext& ctx) {
     int64_t dim = x.dim(a);
     src[a].resize(static_cast<size_t>(y.dim(a)));
     for (int64_t o = 0; o < y.dim(a); ++o) {
-      int64_t c = o - begin[a];
+      int64_t c;
+      if (!sub_fits(o, begin[a], c))
+        ctx.fail("pads {} are out of range for axis {} of size {}", dims_str(pads), a, dim);
       if (c < 0 || c >= dim) {
         if (mode == "constant") c = -1;
         else if (dim == 0) ctx.fail("cannot pad empty axis {} in mode '{}'", a, mode);
@@ -116,6 +121,7 @@ void center_crop_pad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
   if (y.rank() != x.rank()) ctx.fail("output rank does not match the input");
+  if (y.numel() == 0) return;  // no per-axis table for a huge axis of an empty output
   std::vector<std::vector<int64_t>> src(x.rank());
   for (size_t a = 0; a < x.rank(); ++a) {
     int64_t in = x.dim(a), out = y.dim(a);
@@ -161,6 +167,7 @@ void compress_kernel(KernelContext& ctx) {
   if (cond.dtype() != DType::kBool) ctx.fail("condition must be bool");
   int64_t outer = 1, len = x.numel(), inner = 1;
   if (ctx.has_attr("axis")) {
+    if (x.numel() == 0) outer = inner = 0;  // the other extents may not multiply
     auto r = static_cast<int64_t>(x.rank());
     int64_t axis = ctx.attr_i("axis", 0);
     if (axis < -r || axis >= r) ctx.fail("axis {} is out of range for rank {}", axis, r);
@@ -230,6 +237,7 @@ void unique_kernel(KernelContext& ctx) {
   int64_t outer = 1, rows = x.numel(), inner = 1;
   if (axis >= 0) {
     rows = x.dim(static_cast<size_t>(axis));
+    if (x.numel() == 0) outer = inner = 0;  // the other extents may not multiply
     for (size_t k = 0; k < static_cast<size_t>(axis); ++k) outer *= x.dim(k);
     for (size_t k = static_cast<size_t>(axis) + 1; k < x.rank(); ++k) inner *= x.dim(k);
   }

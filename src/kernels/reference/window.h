@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/checked.h"
 #include "onyx/tensor.h"
 
 namespace onyx::kernels {
@@ -30,10 +31,10 @@ inline bool next_index(std::vector<int64_t>& idx, const Dims& extent) {
   return false;
 }
 
+/// Product of `d`; throws onyx::Error on overflow (the extents of an empty tensor, or
+/// lists from attributes and inputs, are not bounded by any allocation).
 inline int64_t product(const Dims& d) {
-  int64_t p = 1;
-  for (int64_t v : d) p *= v;
-  return p;
+  return checked_product(d, "a window extent");
 }
 
 /// Sets in_size, out_size and kernel_size from in, out and kernel.
@@ -47,15 +48,20 @@ inline void set_sizes(WindowGeom& g) {
 /// odd unit at the end) or SAME_LOWER (at the beginning) for a window slid over the input
 /// (Conv, pooling): total = (out - 1) * stride + dilated kernel - in, at least 0.
 inline std::pair<int64_t, int64_t> same_pads(const WindowGeom& g, size_t i, bool upper) {
-  int64_t ek = (g.kernel[i] - 1) * g.dilations[i] + 1;
-  int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.strides[i] + ek - g.in[i]);
+  int64_t ek = checked_add(checked_mul(g.kernel[i] - 1, g.dilations[i], "the dilated kernel"), 1,
+                           "the dilated kernel");
+  int64_t total = std::max<int64_t>(
+      0, checked_sub(checked_add(checked_mul(g.out[i] - 1, g.strides[i], "the SAME pads"), ek,
+                                 "the SAME pads"),
+                     g.in[i], "the SAME pads"));
   int64_t begin = upper ? total / 2 : total - total / 2;
   return {begin, total - begin};
 }
 
 /// Per-kernel-position offsets (k_d * dilation_d) for each flat kernel index.
 inline std::vector<int64_t> kernel_offsets(const WindowGeom& g) {
-  std::vector<int64_t> offs(static_cast<size_t>(g.kernel_size) * g.nsp);
+  std::vector<int64_t> offs(checked_count({g.kernel_size, static_cast<int64_t>(g.nsp)},
+                                          "the kernel offsets (prod(kernel) * spatial rank)"));
   std::vector<int64_t> k(g.nsp, 0);
   int64_t i = 0;
   do {

@@ -1,0 +1,182 @@
+// GEMM microbenchmark (Google Benchmark): onyx's SGEMM (src/simd/gemm) in GFLOP/s beside an
+// FMA-throughput loop that measures the peak of one core on the widest vectors the CPU has.
+// Shapes: M = N = K in {64, 256, 1024} (B prepacked, as for constant weights, and B packed
+// per call), GEMV (M = 1), and the GEMMs of resnet50's convolutions as im2col + GEMM gives
+// them (M = out channels, N = out H * W, K = in channels * kh * kw; A = the weights, B = the
+// im2col panels). `make bench-gemm` runs it and writes bench/RESULTS-gemm.md.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bench/gemm_bench.cc"
+// clang-format off
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+// clang-format on
+
+HWY_BEFORE_NAMESPACE();
+namespace onyx::bench {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// `iters` rounds of 12 independent FMA chains on full vectors; returns a value that
+/// depends on every chain (so nothing is optimized away). Flops: 2 * 12 * lanes * iters.
+HWY_NOINLINE float FmaChains(int64_t iters) {
+  const hn::ScalableTag<float> d;
+  const auto m = hn::Set(d, 0.99999994f), c = hn::Set(d, 1e-8f);
+  auto a0 = hn::Set(d, 1.0f), a1 = hn::Set(d, 1.1f), a2 = hn::Set(d, 1.2f), a3 = hn::Set(d, 1.3f);
+  auto a4 = hn::Set(d, 1.4f), a5 = hn::Set(d, 1.5f), a6 = hn::Set(d, 1.6f), a7 = hn::Set(d, 1.7f);
+  auto a8 = hn::Set(d, 1.8f), a9 = hn::Set(d, 1.9f), a10 = hn::Set(d, 2.0f), a11 = hn::Set(d, 2.1f);
+  for (int64_t i = 0; i < iters; ++i) {
+    a0 = hn::MulAdd(a0, m, c);
+    a1 = hn::MulAdd(a1, m, c);
+    a2 = hn::MulAdd(a2, m, c);
+    a3 = hn::MulAdd(a3, m, c);
+    a4 = hn::MulAdd(a4, m, c);
+    a5 = hn::MulAdd(a5, m, c);
+    a6 = hn::MulAdd(a6, m, c);
+    a7 = hn::MulAdd(a7, m, c);
+    a8 = hn::MulAdd(a8, m, c);
+    a9 = hn::MulAdd(a9, m, c);
+    a10 = hn::MulAdd(a10, m, c);
+    a11 = hn::MulAdd(a11, m, c);
+  }
+  auto s =
+      hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)));
+  s = hn::Add(s, hn::Add(hn::Add(a8, a9), hn::Add(a10, a11)));
+  return hn::GetLane(hn::SumOfLanes(d, s));
+}
+
+int64_t FloatLanes() {
+  return static_cast<int64_t>(hn::Lanes(hn::ScalableTag<float>()));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace onyx::bench
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/thread_pool.h"
+#include "simd/gemm.h"
+
+namespace onyx::bench {
+HWY_EXPORT(FmaChains);
+HWY_EXPORT(FloatLanes);
+namespace {
+
+std::vector<float> random_floats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+void set_flops(benchmark::State& state, double flops_per_iter) {
+  state.counters["FLOPS"] = benchmark::Counter(
+      flops_per_iter * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+std::unique_ptr<ThreadPool> pool_of(int64_t threads) {
+  return threads > 1 ? std::make_unique<ThreadPool>(static_cast<int>(threads)) : nullptr;
+}
+
+/// The peak of one core: 12 independent FMA chains on the widest vectors.
+void BM_FmaPeak(benchmark::State& state) {
+  constexpr int64_t kIters = 1 << 20;
+  const int64_t lanes = HWY_DYNAMIC_DISPATCH(FloatLanes)();
+  for (auto _ : state) benchmark::DoNotOptimize(HWY_DYNAMIC_DISPATCH(FmaChains)(kIters));
+  set_flops(state, 2.0 * 12 * static_cast<double>(lanes) * kIters);
+  state.SetLabel(std::string(simd::gemm_target_name()) + ", " + std::to_string(lanes) + " lanes");
+}
+
+/// C[M x N] = A[M x K] * B[K x N]: args M, N, K, threads, mode (0: B prepacked once,
+/// 1: B packed on every call by sgemm, 2: B given as panels (as im2col writes them)).
+void BM_Sgemm(benchmark::State& state) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const int64_t threads = state.range(3), mode = state.range(4);
+  const std::vector<float> a = random_floats(M * K, 1), b = random_floats(K * N, 2);
+  std::vector<float> c(static_cast<size_t>(M * N));
+  auto pool = pool_of(threads);
+  const simd::PackedB pb = simd::pack_b(false, K, N, b.data(), N, nullptr);
+  const int64_t nr = simd::gemm_panel_width();
+  std::vector<float> panels;
+  if (mode == 2) {
+    const int64_t np = (N + nr - 1) / nr;
+    panels.assign(static_cast<size_t>(np * K * nr), 0.0f);
+    for (int64_t q = 0; q < np; ++q)
+      for (int64_t p = 0; p < K; ++p)
+        for (int64_t t = 0; t < nr && q * nr + t < N; ++t)
+          panels[static_cast<size_t>((q * K + p) * nr + t)] =
+              b[static_cast<size_t>(p * N + q * nr + t)];
+  }
+  for (auto _ : state) {
+    if (mode == 0)
+      simd::sgemm_packed(false, M, 1.0f, a.data(), K, pb, 0.0f, c.data(), N, pool.get());
+    else if (mode == 1)
+      simd::sgemm(false, false, M, N, K, 1.0f, a.data(), K, b.data(), N, 0.0f, c.data(), N,
+                  pool.get());
+    else
+      simd::sgemm_panels(false, M, N, K, 1.0f, a.data(), K, panels.data(), 0.0f, c.data(), N,
+                         pool.get());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K));
+}
+
+void square_args(benchmark::internal::Benchmark* b, int64_t threads) {
+  b->ArgNames({"M", "N", "K", "threads", "mode"});
+  for (int64_t s : {64, 256, 1024})
+    for (int64_t mode : {0, 1}) b->Args({s, s, s, threads, mode});
+}
+
+/// GEMV: one row against a prepacked weight (a classifier head, a decoder step).
+void gemv_args(benchmark::internal::Benchmark* b, int64_t threads) {
+  b->ArgNames({"M", "N", "K", "threads", "mode"});
+  b->Args({1, 1000, 2048, threads, 0});  // resnet50's fc
+  b->Args({1, 1000, 512, threads, 0});   // resnet18's fc
+  b->Args({1, 4096, 1024, threads, 0});
+  b->Args({4, 1024, 1024, threads, 0});  // a few rows (a small batch, a decoder step)
+}
+
+/// The distinct GEMMs of resnet50's convolutions at 224 x 224, batch 1 (torchvision's
+/// v1.5: the stride sits on the 3x3 of each first bottleneck): M = out channels, N = out
+/// H * W, K = in channels * kh * kw. A is the weights (row-major), B the im2col panels.
+void resnet50_args(benchmark::internal::Benchmark* b, int64_t threads) {
+  b->ArgNames({"M", "N", "K", "threads", "mode"});
+  const int64_t shapes[][3] = {
+      {64, 12544, 147},                                                       // conv1 7x7 s2
+      {64, 3136, 64},   {64, 3136, 576},  {256, 3136, 64},  {64, 3136, 256},  // layer1
+      {128, 3136, 256}, {128, 784, 1152}, {512, 784, 128},  {512, 784, 256},  // layer2
+      {128, 784, 512},  {256, 784, 512},  {256, 196, 2304}, {1024, 196, 256},
+      {1024, 196, 512},  // layer3
+      {256, 196, 1024}, {512, 196, 1024}, {512, 49, 4608},  {2048, 49, 512},
+      {2048, 49, 1024},  // layer4
+      {512, 49, 2048},
+  };
+  for (const auto& s : shapes) b->Args({s[0], s[1], s[2], threads, 2});
+}
+
+BENCHMARK(BM_FmaPeak);
+// One thread: FLOP/s over the thread's CPU time (the machine may be shared); two threads:
+// over wall-clock time (every thread's work counts).
+BENCHMARK(BM_Sgemm)->Name("sgemm/square")->Apply([](auto* b) { square_args(b, 1); });
+BENCHMARK(BM_Sgemm)->Name("sgemm/square")->Apply([](auto* b) {
+                                           square_args(b, 2);
+                                         }) -> UseRealTime();
+BENCHMARK(BM_Sgemm)->Name("sgemm/gemv")->Apply([](auto* b) { gemv_args(b, 1); });
+BENCHMARK(BM_Sgemm)->Name("sgemm/gemv")->Apply([](auto* b) { gemv_args(b, 2); }) -> UseRealTime();
+BENCHMARK(BM_Sgemm)->Name("sgemm/resnet50")->Apply([](auto* b) { resnet50_args(b, 1); });
+BENCHMARK(BM_Sgemm)->Name("sgemm/resnet50")->Apply([](auto* b) {
+                                             resnet50_args(b, 2);
+                                           }) -> UseRealTime();
+
+}  // namespace
+}  // namespace onyx::bench
+
+BENCHMARK_MAIN();
+#endif  // HWY_ONCE

@@ -1,0 +1,315 @@
+// The optimized float Conv / ai.onyx FusedConv kernel (see conv.h): attributes parsed and
+// W packed once at planning; per run the geometry of the actual input shape picks the
+// algorithm. Shapes or attributes it does not take, and invalid ones, go to the reference
+// kernel, which computes them or reports what is wrong.
+#include "kernels/cpu/conv.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/register.h"
+#include "runtime/thread_pool.h"
+#include "simd/depthwise.h"
+#include "simd/gemm_conv.h"
+
+namespace onyx::kernels::cpu {
+
+void conv_parallel(ThreadPool* pool, int64_t n, double work,
+                   const std::function<void(int64_t, int64_t)>& fn) {
+  // Below about a million multiply-adds (tens of microseconds) waking the workers costs
+  // more than it saves.
+  if (pool && pool->size() > 1 && n > 1 && work >= double(1 << 20))
+    pool->parallel_for(n, fn);
+  else
+    fn(0, n);
+}
+
+namespace {
+
+/// The activation of a FusedConv node, or false for one this kernel does not know.
+bool parse_activation(const ir::Node& node, simd::Activation& act) {
+  const std::string name = node.attr_s("activation", "");
+  const std::vector<float> p = node.attr_floats("activation_params");
+  auto param = [&](size_t i, float def) { return i < p.size() ? p[i] : def; };
+  using simd::Act;
+  if (name.empty()) {
+    act.kind = Act::kNone;
+  } else if (name == "Relu") {
+    act.kind = Act::kRelu;
+  } else if (name == "Clip") {
+    act.kind = Act::kClip;
+    act.alpha = param(0, std::numeric_limits<float>::lowest());
+    act.beta = param(1, std::numeric_limits<float>::max());
+  } else if (name == "LeakyRelu") {
+    act.kind = Act::kLeakyRelu;
+    act.alpha = param(0, 0.01f);
+  } else if (name == "HardSigmoid") {
+    act.kind = Act::kHardSigmoid;
+    act.alpha = param(0, 0.2f);
+    act.beta = param(1, 0.5f);
+  } else if (name == "HardSwish") {
+    act.kind = Act::kHardSwish;
+  } else if (name == "Sigmoid") {
+    act.kind = Act::kSigmoid;
+  } else if (name == "Tanh") {
+    act.kind = Act::kTanh;
+  } else if (name == "SiLU") {
+    act.kind = Act::kSiLU;
+  } else if (name == "Gelu") {
+    act.kind = Act::kGelu;
+  } else if (name == "GeluTanh") {
+    act.kind = Act::kGeluTanh;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+enum class Algo { kIm2col, kWinograd, kDepthwise };
+
+class ConvKernel final : public Kernel {
+ public:
+  explicit ConvKernel(const KernelInit& init) : reference_(init.reference) {}
+
+  /// Reads the attributes and prepacks a constant W; false: decline the node.
+  bool init(const KernelInit& init);
+  void run(KernelContext& ctx) const override;
+  std::string_view name() const override { return "cpu.conv"; }
+  bool overwrites_outputs() const override { return true; }
+
+ private:
+  /// The geometry of this call, or false when the reference should take it (a shape or
+  /// attribute this kernel does not handle, or an invalid one the reference reports).
+  bool shape_of(KernelContext& ctx, ConvShape& s) const;
+  Algo choose(const ConvShape& s, bool w_const) const;
+
+  KernelFn reference_;
+  bool fused_ = false;
+  int64_t group_ = 1;
+  std::vector<int64_t> kernel_shape_, strides_, dilations_, pads_;
+  std::string auto_pad_;
+  simd::Activation act_;
+  bool w_const_ = false;
+  Tensor w_;  ///< a constant W, sharing the model's buffer: the GEMM and depthwise read it
+  bool has_wino_ = false;
+  WinogradW wino_;
+};
+
+bool ConvKernel::init(const KernelInit& init) {
+  const ir::Node& node = init.node;
+  fused_ = node.op_type == "FusedConv";
+  if (fused_ && !parse_activation(node, act_)) return false;
+  group_ = node.attr_i("group", 1);
+  kernel_shape_ = node.attr_ints("kernel_shape");
+  strides_ = node.attr_ints("strides");
+  dilations_ = node.attr_ints("dilations");
+  pads_ = node.attr_ints("pads");
+  auto_pad_ = node.attr_s("auto_pad", "NOTSET");
+  if (auto_pad_ != "NOTSET" && auto_pad_ != "VALID" && auto_pad_ != "SAME_UPPER" &&
+      auto_pad_ != "SAME_LOWER")
+    return false;
+  if (group_ < 1) return false;
+  const Tensor* w = init.is_constant(1) ? init.constants[1] : nullptr;
+  if (!w) return true;  // packed on every run
+  if (w->dtype() != DType::kFloat || w->rank() < 3 || w->dim(0) % group_ != 0) return false;
+  w_const_ = true;
+  w_ = *w;
+  const Dims& wd = w_.dims();
+  const int64_t maps = wd[0], cg = wd[1], mg = maps / group_;
+  const float* wp = w_.data<float>();
+  const bool is2d = wd.size() == 4;
+  if (is2d && cg == 1) return true;  // depthwise
+  // Winograd's 4x larger weights are made only for the kernels it may take.
+  auto ones = [](const std::vector<int64_t>& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
+  };
+  const bool unit = ones(strides_) && ones(dilations_);
+  if (is2d && wd[2] == 3 && wd[3] == 3 && unit) {
+    ConvShape probe;
+    probe.g.nsp = 2;
+    probe.g.kernel = {3, 3};
+    probe.g.strides = {1, 1};
+    probe.g.dilations = {1, 1};
+    probe.g.out = {64, 64};  // the shape test below is redone per run
+    probe.cg = cg;
+    probe.mg = mg;
+    if (winograd_suits(probe)) {
+      // With a static input shape, only when that shape takes it.
+      const ir::TypeInfo* xt = init.input_type(0);
+      bool wanted = true;
+      if (xt && xt->is_tensor() && xt->has_shape && xt->shape.size() == 4 &&
+          init.output_types.size() > 0 && init.output_types[0] && init.output_types[0]->has_shape &&
+          init.output_types[0]->shape.size() == 4) {
+        const ir::Shape& ys = init.output_types[0]->shape;
+        if (ys[2].known() && ys[3].known()) {
+          probe.g.out = {ys[2].value, ys[3].value};
+          wanted = winograd_suits(probe);
+        }
+      }
+      if (wanted) {
+        wino_ = winograd_weights(wp, group_, mg, cg);
+        has_wino_ = true;
+      }
+    }
+  }
+  return true;
+}
+
+bool ConvKernel::shape_of(KernelContext& ctx, ConvShape& s) const {
+  if (!ctx.has_input(0) || !ctx.has_input(1)) return false;
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  if (x.dtype() != DType::kFloat || w.dtype() != DType::kFloat) return false;
+  if (ctx.num_outputs() < 1 || !ctx.has_output(0)) return false;
+  const Tensor& y = ctx.output(0);
+  if (y.dtype() != DType::kFloat) return false;
+  const Dims& xd = x.dims();
+  const Dims& wd = w.dims();
+  const Dims& yd = y.dims();
+  if (xd.size() < 3 || wd.size() != xd.size() || yd.size() != xd.size()) return false;
+  if (w_const_ && wd != w_.dims()) return false;
+  const size_t nsp = xd.size() - 2;
+  s.batch = xd[0];
+  s.channels = xd[1];
+  s.maps = wd[0];
+  s.group = group_;
+  if (s.maps % group_ != 0 || s.channels != wd[1] * group_) return false;
+  if (yd[0] != s.batch || yd[1] != s.maps) return false;
+  s.cg = wd[1];
+  s.mg = s.maps / group_;
+  WindowGeom& g = s.g;
+  g.nsp = nsp;
+  g.in.assign(xd.begin() + 2, xd.end());
+  g.out.assign(yd.begin() + 2, yd.end());
+  g.kernel.assign(wd.begin() + 2, wd.end());
+  if (!kernel_shape_.empty() && kernel_shape_ != g.kernel) return false;
+  g.strides = strides_.empty() ? std::vector<int64_t>(nsp, 1) : strides_;
+  g.dilations = dilations_.empty() ? std::vector<int64_t>(nsp, 1) : dilations_;
+  if (g.strides.size() != nsp || g.dilations.size() != nsp) return false;
+  for (size_t d = 0; d < nsp; ++d)
+    if (g.strides[d] < 1 || g.dilations[d] < 1 || g.kernel[d] < 1) return false;
+  if (!pads_.empty() && pads_.size() != 2 * nsp) return false;
+  g.pad_begin.assign(nsp, 0);
+  for (size_t d = 0; d < nsp; ++d) {
+    const int64_t ek = (g.kernel[d] - 1) * g.dilations[d] + 1;
+    int64_t want;
+    if (auto_pad_ == "SAME_UPPER" || auto_pad_ == "SAME_LOWER") {
+      g.pad_begin[d] = same_pads(g, d, auto_pad_ == "SAME_UPPER").first;
+      want = (g.in[d] + g.strides[d] - 1) / g.strides[d];
+    } else {
+      int64_t pb = 0, pe = 0;
+      if (auto_pad_ == "NOTSET" && !pads_.empty()) {
+        pb = pads_[d];
+        pe = pads_[d + nsp];
+      }
+      if (pb < 0 || pe < 0) return false;
+      g.pad_begin[d] = pb;
+      const int64_t span = g.in[d] + pb + pe - ek;
+      if (span < 0) return false;
+      want = span / g.strides[d] + 1;
+    }
+    if (g.out[d] != want) return false;
+  }
+  set_sizes(g);
+  s.kdepth = s.cg * g.kernel_size;
+  if (ctx.has_input(2)) {
+    const Tensor& b = ctx.input(2);
+    if (b.dtype() != DType::kFloat || b.numel() != s.maps) return false;
+  }
+  if (fused_ && ctx.has_input(3)) {
+    const Tensor& z = ctx.input(3);
+    if (z.dtype() != DType::kFloat || z.dims() != yd) return false;
+  }
+  return true;
+}
+
+Algo ConvKernel::choose(const ConvShape& s, bool w_const) const {
+  if (s.g.nsp == 2 && s.cg == 1) return Algo::kDepthwise;
+  if (w_const && has_wino_ && winograd_suits(s)) return Algo::kWinograd;
+  return Algo::kIm2col;
+}
+
+void ConvKernel::run(KernelContext& ctx) const {
+  ConvShape s;
+  if (!shape_of(ctx, s)) {
+    reference_(ctx);
+    return;
+  }
+  Tensor& y = ctx.output(0);
+  if (y.numel() == 0) return;
+  ConvIO io;
+  io.x = ctx.input(0).data<float>();
+  io.bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
+  io.z = fused_ && ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr;
+  io.y = y.data<float>();
+  io.act = act_;
+  ThreadPool* pool = ctx.pool();
+  if (s.kdepth == 0) {  // no input channels: the output is the epilogue of zero
+    std::fill(io.y, io.y + y.numel(), 0.0f);
+    for (int64_t n = 0; n < s.batch; ++n) {
+      simd::Epilogue ep;
+      ep.bias = io.bias;
+      ep.z = io.z ? io.z + n * s.maps * s.g.out_size : nullptr;
+      ep.ldz = s.g.out_size;
+      ep.act = act_;
+      simd::apply_epilogue(io.y + n * s.maps * s.g.out_size, s.maps, s.g.out_size, s.g.out_size,
+                           ep);
+    }
+    return;
+  }
+  const float* wp = w_const_ ? w_.data<float>() : ctx.input(1).data<float>();
+  switch (choose(s, w_const_)) {
+    case Algo::kDepthwise: {
+      const WindowGeom& g = s.g;
+      simd::DepthwiseArgs a;
+      a.batch = s.batch;
+      a.channels = s.channels;
+      a.mult = s.mg;
+      a.x = io.x;
+      a.ih = g.in[0];
+      a.iw = g.in[1];
+      a.w = wp;
+      a.kh = g.kernel[0];
+      a.kw = g.kernel[1];
+      a.sh = g.strides[0];
+      a.sw = g.strides[1];
+      a.dh = g.dilations[0];
+      a.dw = g.dilations[1];
+      a.ph = g.pad_begin[0];
+      a.pw = g.pad_begin[1];
+      a.y = io.y;
+      a.oh = g.out[0];
+      a.ow = g.out[1];
+      a.ep.bias = io.bias;
+      a.ep.z = io.z;
+      a.ep.act = act_;
+      simd::depthwise_conv2d(a, pool);
+      return;
+    }
+    case Algo::kWinograd:
+      conv_winograd(s, wino_, io, pool);
+      return;
+    case Algo::kIm2col:
+      conv_im2col_gemm(s, wp, io, pool);
+      return;
+  }
+}
+
+std::unique_ptr<Kernel> make_conv(const KernelInit& init) {
+  auto k = std::make_unique<ConvKernel>(init);
+  if (!k->init(init)) return nullptr;
+  return k;
+}
+
+}  // namespace
+
+void register_conv(Registry& r) {
+  r.add_optimized("", "Conv", 1, 1000, {DType::kFloat}, make_conv);
+  r.add_optimized("ai.onyx", "FusedConv", 1, 1000, {DType::kFloat}, make_conv);
+  register_conv_transpose(r);
+}
+
+}  // namespace onyx::kernels::cpu

@@ -1,0 +1,103 @@
+// Optimized float convolution kernels (src/kernels/cpu/conv*.cc), twins of the direct
+// loops in src/kernels/reference/conv.cc: Conv and ai.onyx FusedConv (conv.cc, choosing
+// per shape among the algorithms below), ConvTranspose (conv_transpose.cc).
+//
+// Every algorithm computes, per image n and group gi, Y[Mg x OS] = W_g[Mg x K] X_col[K x OS]
+// (K = Cg * prod(kernel), OS = output positions) followed by the fused epilogue
+// act(. + bias + Z), written once per output tile while it is in cache:
+//  - pointwise (1x1, stride 1, no pads): the GEMM reads X in place (conv_im2col.cc);
+//  - im2col + GEMM for any rank (conv_im2col.cc), the im2col built per tile and depth
+//    block straight into the GEMM's panel layout;
+//  - Winograd F(4x4, 3x3) for 2-D 3x3 stride-1 convolutions with enough channels
+//    (conv_winograd.cc);
+//  - direct 2-D loops for one input channel per group (depthwise, channel multipliers,
+//    the C = 1 first layer of a CNN): src/simd/depthwise.cc.
+// The GEMM reads W in place (the model's buffer, row m = output channel); Winograd's
+// transformed W is made once at planning.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "kernels/reference/window.h"
+#include "kernels/registry.h"
+#include "simd/conv_epilogue.h"
+
+namespace onyx {
+class ThreadPool;
+}
+
+namespace onyx::kernels::cpu {
+
+/// One float convolution at one input shape: X [batch, channels, in...], W [maps, cg,
+/// kernel...], Y [batch, maps, out...], pads resolved in g.pad_begin.
+struct ConvShape {
+  WindowGeom g;
+  int64_t batch = 0, channels = 0, maps = 0, group = 1;
+  int64_t cg = 0, mg = 0;  ///< input and output channels per group
+  int64_t kdepth = 0;      ///< cg * g.kernel_size: the GEMM depth
+};
+
+/// The float buffers and epilogue of one run.
+struct ConvIO {
+  const float* x = nullptr;
+  const float* bias = nullptr;  ///< [maps] or null
+  const float* z = nullptr;     ///< Y-shaped residual or null
+  float* y = nullptr;
+  simd::Activation act;
+};
+
+/// Runs of tile columns that share every output coordinate but the last: segment i
+/// covers tile columns [jj0, jj0 + len) whose last output coordinate starts at o_last,
+/// and base[i * (nsp - 1) + d] = o_d * stride_d - pad_d for the leading axes.
+struct Segments {
+  std::vector<int64_t> jj0, len, o_last, base;
+};
+
+/// The segments of the tile of nt output positions starting at flat index j0 of g.out.
+void tile_segments(const WindowGeom& g, int64_t j0, int64_t nt, Segments& seg);
+
+/// The row-major flat index over the first n axes of `extent` of base[d] + offs[d]; -1
+/// when that lies outside (in the padding).
+inline int64_t flat_index(const int64_t* base, const int64_t* offs, const Dims& extent, size_t n) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < n; ++d) {
+    const int64_t c = base[d] + offs[d];
+    if (c < 0 || c >= extent[d]) return -1;
+    flat = flat * extent[d] + c;
+  }
+  return flat;
+}
+
+/// simd::conv_gemm with B = a row-major [K x N] matrix read in place (row stride ldb); the
+/// last N % NR columns go through a zero-padded panel in `scratch` so no read passes the
+/// matrix's end.
+void gemm_rows_in_place(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1,
+                        const float* b, int64_t ldb, int64_t N, float* c, int64_t ldc,
+                        const simd::Epilogue* ep, std::vector<float>& scratch);
+
+/// Runs fn(begin, end) over [0, n) on the pool when it has threads and the work (in
+/// multiply-adds) is worth waking them; inline otherwise.
+void conv_parallel(ThreadPool* pool, int64_t n, double work,
+                   const std::function<void(int64_t, int64_t)>& fn);
+
+/// im2col + GEMM (any rank; pointwise convolutions read X in place); w is W as given
+/// ([maps, kdepth] row-major). conv_im2col.cc.
+void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool);
+
+/// True when conv_winograd takes the shape (2-D, 3x3, stride 1, dilation 1) and is worth it.
+bool winograd_suits(const ConvShape& s);
+/// The transformed weights of Winograd F(4x4, 3x3): per group, per transform position
+/// xi in [0, 36), the row-major [mg x cg] matrix of (G w G^T)[xi]. conv_winograd.cc.
+struct WinogradW {
+  std::vector<float> data;
+  int64_t xi_stride = 0;     ///< floats per transform position (mg * cg)
+  int64_t group_stride = 0;  ///< floats per group (36 * xi_stride)
+};
+WinogradW winograd_weights(const float* w, int64_t group, int64_t mg, int64_t cg);
+void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, ThreadPool* pool);
+
+/// Registers the ConvTranspose kernel (conv_transpose.cc).
+void register_conv_transpose(Registry& r);
+
+}  // namespace onyx::kernels::cpu

@@ -1,0 +1,201 @@
+// im2col + GEMM float convolution (see conv.h). A task is (image, group, tile of output
+// positions, block of output-channel rows): it builds the im2col rows of its tile one depth
+// block at a time, straight into the GEMM's panel layout, and multiplies each block by the
+// packed weights before building the next, so a block is used while it is in L2; the last
+// block's GEMM applies the epilogue. A pointwise convolution (1x1, stride 1, no pads) has
+// X itself as the im2col matrix and the GEMM reads it in place.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/conv.h"
+#include "runtime/thread_pool.h"
+#include "simd/gemm_conv.h"
+
+namespace onyx::kernels::cpu {
+
+namespace {
+
+constexpr int64_t kDepthBlock = 256;       // im2col rows built at a time
+constexpr int64_t kPanelFloats = 1 << 15;  // one depth block of a tile: 128 KiB, in L2 with A and C
+constexpr int64_t kMaxTile = 1024;         // output positions per tile at most
+
+/// im2col rows [p0, p1) (row p: input channel p / kernel_size, kernel position p %
+/// kernel_size) of the tile's nt columns into panels [ceil(nt / nr)][p1 - p0][nr],
+/// columns past nt zero.
+void im2col_block(const WindowGeom& g, const float* xg, const std::vector<int64_t>& koffs,
+                  const Segments& seg, int64_t nt, int64_t p0, int64_t p1, int64_t nr,
+                  float* panels) {
+  const size_t nsp = g.nsp, last = nsp - 1, nseg = seg.jj0.size();
+  const int64_t kb = p1 - p0, npanels = (nt + nr - 1) / nr;
+  const int64_t in_last = g.in[last], s_last = g.strides[last], p_last = g.pad_begin[last];
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t c = p / g.kernel_size, k = p % g.kernel_size;
+    const float* xc = xg + c * g.in_size;
+    float* prow = panels + (p - p0) * nr;  // row p of panel 0; panel q is q * kb * nr further
+    const int64_t* ko = koffs.data() + k * static_cast<int64_t>(nsp);
+    for (size_t si = 0; si < nseg; ++si) {
+      // Leading axes: one input row for the whole segment (or padding).
+      const int64_t row = flat_index(seg.base.data() + si * last, ko, g.in, last);
+      const int64_t jj0 = seg.jj0[si], len = seg.len[si];
+      const float* xr = row < 0 ? nullptr : xc + row * in_last;
+      int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
+      float* dst = prow + (jj0 / nr) * kb * nr;
+      int64_t r = jj0 % nr;
+      if (s_last == 1) {
+        // Zeros before and after the run of columns inside the row, a copy in between,
+        // each cut at the panel boundaries.
+        const int64_t lo = xr ? std::clamp(-ci, int64_t(0), len) : len;
+        const int64_t hi = xr ? std::clamp(in_last - ci, lo, len) : len;
+        for (int64_t i = 0; i < len;) {
+          const int64_t end = std::min({i + nr - r, i < lo ? lo : (i < hi ? hi : len), len});
+          if (i >= lo && i < hi)
+            std::copy(xr + ci + i, xr + ci + end, dst + r);
+          else
+            std::fill(dst + r, dst + r + (end - i), 0.0f);
+          r += end - i;
+          i = end;
+          if (r == nr) {
+            r = 0;
+            dst += kb * nr;
+          }
+        }
+        continue;
+      }
+      for (int64_t i = 0; i < len; ++i, ci += s_last) {
+        dst[r] = xr && ci >= 0 && ci < in_last ? xr[ci] : 0.0f;
+        if (++r == nr) {
+          r = 0;
+          dst += kb * nr;
+        }
+      }
+    }
+    if (nt % nr != 0) {  // columns past nt in the last panel are zero
+      float* dst = prow + (npanels - 1) * kb * nr;
+      std::fill(dst + nt % nr, dst + nr, 0.0f);
+    }
+  }
+}
+
+bool is_pointwise(const WindowGeom& g) {
+  for (size_t d = 0; d < g.nsp; ++d)
+    if (g.kernel[d] != 1 || g.strides[d] != 1 || g.pad_begin[d] != 0 || g.in[d] != g.out[d])
+      return false;
+  return true;
+}
+
+}  // namespace
+
+void tile_segments(const WindowGeom& g, int64_t j0, int64_t nt, Segments& seg) {
+  const size_t nsp = g.nsp, last = nsp - 1;
+  std::vector<int64_t> o(nsp);
+  for (size_t d = nsp, rest = static_cast<size_t>(j0); d-- > 0;) {
+    o[d] = static_cast<int64_t>(rest % static_cast<size_t>(g.out[d]));
+    rest /= static_cast<size_t>(g.out[d]);
+  }
+  seg.jj0.clear();
+  seg.len.clear();
+  seg.o_last.clear();
+  seg.base.clear();
+  for (int64_t jj = 0; jj < nt;) {
+    const int64_t len = std::min(nt - jj, g.out[last] - o[last]);
+    seg.jj0.push_back(jj);
+    seg.len.push_back(len);
+    seg.o_last.push_back(o[last]);
+    for (size_t d = 0; d < last; ++d) seg.base.push_back(o[d] * g.strides[d] - g.pad_begin[d]);
+    jj += len;
+    o[last] += len;
+    if (o[last] == g.out[last]) {
+      o[last] = 0;
+      for (size_t d = last; d-- > 0;) {
+        if (++o[d] < g.out[d]) break;
+        o[d] = 0;
+      }
+    }
+  }
+}
+
+void gemm_rows_in_place(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1,
+                        const float* b, int64_t ldb, int64_t N, float* c, int64_t ldc,
+                        const simd::Epilogue* ep, std::vector<float>& scratch) {
+  const int64_t nr = simd::conv_gemm_nr(), full = N - N % nr;
+  if (full > 0) {
+    const simd::BMatrix bm{simd::BMatrix::Layout::kRows, b, ldb, nullptr};
+    simd::conv_gemm(K, a, lda, m0, m1, bm, full, c, ldc, false, ep);
+  }
+  if (full == N) return;
+  if (static_cast<int64_t>(scratch.size()) < K * nr) scratch.resize(static_cast<size_t>(K * nr));
+  float* pan = scratch.data();
+  for (int64_t p = 0; p < K; ++p) {
+    const float* src = b + p * ldb + full;
+    std::copy(src, src + (N - full), pan + p * nr);
+    std::fill(pan + p * nr + (N - full), pan + (p + 1) * nr, 0.0f);
+  }
+  simd::Epilogue et;
+  if (ep) {
+    et = *ep;
+    if (et.z) et.z += full;
+  }
+  const simd::BMatrix bm{simd::BMatrix::Layout::kPanels, pan, K * nr, nullptr};
+  simd::conv_gemm(K, a, lda, m0, m1, bm, N - full, c + full, ldc, false, ep ? &et : nullptr);
+}
+
+void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool) {
+  const WindowGeom& g = s.g;
+  const int64_t K = s.kdepth, OS = g.out_size;
+  const int64_t nr = simd::conv_gemm_nr(), mr = simd::conv_gemm_mr();
+  const bool pointwise = is_pointwise(g);
+  const int64_t kb = std::min(K, kDepthBlock);
+  int64_t nt = std::clamp(kPanelFloats / std::max<int64_t>(kb, 1) / nr * nr, 2 * nr, kMaxTile);
+  const int64_t tiles0 = (OS + nt - 1) / nt;
+  nt = (OS + tiles0 - 1) / tiles0;  // near-equal tiles
+  nt = std::min(OS, (nt + nr - 1) / nr * nr);
+  const int64_t tiles = (OS + nt - 1) / nt;
+  const int64_t threads = pool ? pool->size() : 1;
+  const int64_t strips = (s.mg + mr - 1) / mr;
+  const int64_t units = s.batch * s.group * tiles;
+  // Too few tiles for the threads: also split the rows (each part builds its own im2col).
+  int64_t rsplit = 1;
+  if (threads > 1 && units < 3 * threads)
+    rsplit = std::min(strips, (3 * threads + units - 1) / units);
+  const int64_t rows_per = (strips + rsplit - 1) / rsplit * mr;
+  std::vector<int64_t> koffs = kernel_offsets(g);
+  const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
+                      static_cast<double>(OS) * static_cast<double>(K);
+  conv_parallel(pool, units * rsplit, work, [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<float> panels;
+    const int64_t need = pointwise ? K * nr : (nt + nr - 1) / nr * nr * kb;
+    if (static_cast<int64_t>(panels.size()) < need) panels.resize(static_cast<size_t>(need));
+    Segments seg;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t r = t % rsplit, u = t / rsplit;
+      const int64_t tile = u % tiles, ng = u / tiles, gi = ng % s.group, n = ng / s.group;
+      const int64_t m0 = r * rows_per, m1 = std::min(s.mg, m0 + rows_per);
+      if (m0 >= m1) continue;
+      const int64_t j0 = tile * nt, cols = std::min(nt, OS - j0);
+      const float* xg = io.x + (n * s.channels + gi * s.cg) * g.in_size;
+      float* yg = io.y + (n * s.maps + gi * s.mg) * OS;
+      const float* wg = w + gi * s.mg * K;
+      simd::Epilogue ep;
+      ep.bias = io.bias ? io.bias + gi * s.mg + m0 : nullptr;
+      ep.z = io.z ? io.z + (n * s.maps + gi * s.mg + m0) * OS + j0 : nullptr;
+      float* yt = yg + m0 * OS + j0;  // row m0 of the tile
+      ep.ldz = OS;
+      ep.act = io.act;
+      if (pointwise) {
+        gemm_rows_in_place(K, wg, K, m0, m1, xg + j0, g.in_size, cols, yt, OS, &ep, panels);
+        continue;
+      }
+      tile_segments(g, j0, cols, seg);
+      for (int64_t p0 = 0; p0 < K; p0 += kb) {
+        const int64_t p1 = std::min(K, p0 + kb);
+        im2col_block(g, xg, koffs, seg, cols, p0, p1, nr, panels.data());
+        const simd::BMatrix b{simd::BMatrix::Layout::kPanels, panels.data(), (p1 - p0) * nr,
+                              nullptr};
+        simd::conv_gemm(p1 - p0, wg + p0, K, m0, m1, b, cols, yt, OS, p0 > 0,
+                        p1 == K ? &ep : nullptr);
+      }
+    }
+  });
+}
+
+}  // namespace onyx::kernels::cpu

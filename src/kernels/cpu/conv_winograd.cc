@@ -1,0 +1,173 @@
+// Winograd F(4x4, 3x3) float convolution (see conv.h, src/simd/winograd.h). A task is
+// (image, group, block of output tiles, block of output-channel rows): it transforms the
+// input patches of its tiles for every input channel into the B panels of 36 GEMMs (one
+// per transform position), multiplies each by the transformed weights, and turns the 36
+// results of each tile into its 4x4 outputs with the epilogue, while they are in L2.
+//
+// Accuracy: the transforms multiply by up to 8 (A^T) and 5 (B^T) and G has thirds, so the
+// result is exact in real arithmetic but float rounding is amplified: against the direct
+// double-precision reference the error is a few 1e-6 relative to 1 + |y| for unit-scale
+// data with up to 512 input channels (tests/unit/conv_kernels_test.cc checks 1e-4;
+// float im2col + GEMM is about 1e-6). The error scales with the magnitude of the inputs
+// and weights like any float convolution, so large-magnitude data keeps the same relative
+// accuracy. winograd_suits keeps it to channel counts where the GEMMs dominate.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/conv.h"
+#include "runtime/thread_pool.h"
+#include "simd/gemm_conv.h"
+#include "simd/winograd.h"
+
+namespace onyx::kernels::cpu {
+
+namespace {
+constexpr int64_t kXi = 36;                 // transform positions of F(4x4, 3x3)
+constexpr int64_t kBlockFloats = 96 << 10;  // V and M of one tile block: 384 KiB, within L2
+}  // namespace
+
+bool winograd_suits(const ConvShape& s) {
+  const WindowGeom& g = s.g;
+  if (g.nsp != 2 || g.kernel[0] != 3 || g.kernel[1] != 3) return false;
+  if (g.strides[0] != 1 || g.strides[1] != 1 || g.dilations[0] != 1 || g.dilations[1] != 1)
+    return false;
+  // Enough channels that the 36 GEMMs, not the transforms, take the time; few enough
+  // that the transformed weights (4x the originals) stay in cache per tile block.
+  if (s.cg < 8 || s.mg < 8 || s.cg * s.mg > 256 * 256) return false;
+  // Enough tiles to fill the GEMM panels (small images waste the 4x4 tiles' padding).
+  const int64_t tiles = (g.out[0] + 3) / 4 * ((g.out[1] + 3) / 4);
+  return tiles >= 8 && g.out[0] >= 4 && g.out[1] >= 4;
+}
+
+WinogradW winograd_weights(const float* w, int64_t group, int64_t mg, int64_t cg) {
+  WinogradW out;
+  out.xi_stride = mg * cg;
+  out.group_stride = kXi * out.xi_stride;
+  out.data.resize(static_cast<size_t>(group * out.group_stride));
+  double u[kXi];
+  for (int64_t gi = 0; gi < group; ++gi)
+    for (int64_t m = 0; m < mg; ++m)
+      for (int64_t c = 0; c < cg; ++c) {
+        simd::winograd_kernel(w + ((gi * mg + m) * cg + c) * 9, u);
+        for (int64_t xi = 0; xi < kXi; ++xi)
+          out.data[static_cast<size_t>(gi * out.group_stride + xi * out.xi_stride + m * cg + c)] =
+              static_cast<float>(u[xi]);
+      }
+  return out;
+}
+
+void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, ThreadPool* pool) {
+  const WindowGeom& g = s.g;
+  const int64_t IH = g.in[0], IW = g.in[1], OH = g.out[0], OW = g.out[1], OS = g.out_size;
+  const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
+  const int64_t th_n = (OH + 3) / 4, tw_n = (OW + 3) / 4, T = th_n * tw_n;
+  const int64_t nr = simd::conv_gemm_nr(), mr = simd::conv_gemm_mr(), L = simd::winograd_lanes();
+  const int64_t cg = s.cg, mg = s.mg;
+  const int64_t threads = pool ? pool->size() : 1;
+  const int64_t strips = (mg + mr - 1) / mr;
+  // Tiles per block: a multiple of the panel width with V and M of the block in L2.
+  int64_t tb = std::clamp(kBlockFloats / (kXi * (cg + mg)) / nr * nr, nr, 16 * nr);
+  const int64_t blocks0 = (T + tb - 1) / tb;
+  tb = std::min((T + blocks0 - 1) / blocks0 + nr - 1, T + nr - 1) / nr * nr;  // near-equal blocks
+  const int64_t blocks = (T + tb - 1) / tb;
+  const int64_t units = s.batch * s.group * blocks;
+  int64_t msplit = 1;
+  if (threads > 1 && units < 3 * threads)
+    msplit = std::min(strips, (3 * threads + units - 1) / units);
+  const int64_t rows_per = (strips + msplit - 1) / msplit * mr;
+  const int64_t npan = tb / nr;
+  const int64_t v_xi = npan * cg * nr;  // floats of V per transform position
+  const int64_t m_ld = tb + L;          // M rows have room for a whole last vector
+  const int64_t rowbuf_len = 4 * tw_n + 4 * L + 8;
+  const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
+                      static_cast<double>(T) * static_cast<double>(kXi * cg);
+  conv_parallel(pool, units * msplit, work, [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<float> vbuf, mbuf, rowbuf;
+    if (static_cast<int64_t>(vbuf.size()) < kXi * v_xi)
+      vbuf.resize(static_cast<size_t>(kXi * v_xi));
+    if (static_cast<int64_t>(mbuf.size()) < kXi * rows_per * m_ld)
+      mbuf.resize(static_cast<size_t>(kXi * rows_per * m_ld));
+    if (static_cast<int64_t>(rowbuf.size()) < 6 * rowbuf_len)
+      rowbuf.resize(static_cast<size_t>(6 * rowbuf_len));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t part = t % msplit, u = t / msplit;
+      const int64_t blk = u % blocks, ng = u / blocks, gi = ng % s.group, n = ng / s.group;
+      const int64_t m0 = part * rows_per, m1 = std::min(mg, m0 + rows_per);
+      if (m0 >= m1) continue;
+      const int64_t tile0 = blk * tb, ntiles = std::min(tb, T - tile0);
+      const float* xg = io.x + (n * s.channels + gi * cg) * g.in_size;
+      // 1. Input transform, one run of tiles of a tile row at a time.
+      for (int64_t c = 0; c < cg; ++c) {
+        const float* xc = xg + c * g.in_size;
+        for (int64_t tt = tile0; tt < tile0 + ntiles;) {
+          const int64_t th = tt / tw_n, tw0 = tt % tw_n;
+          const int64_t run = std::min(tw_n - tw0, tile0 + ntiles - tt);
+          // Six padded rows covering the run's patches: column 4 * tw0 - pw onwards.
+          const float* rows[6];
+          const int64_t x0 = 4 * tw0 - pw, span = 4 * run + 4 * L + 4;
+          for (int r = 0; r < 6; ++r) {
+            float* dst = rowbuf.data() + r * rowbuf_len;
+            const int64_t iy = 4 * th + r - ph;
+            if (iy < 0 || iy >= IH) {
+              std::fill(dst, dst + span, 0.0f);
+            } else {
+              const float* src = xc + iy * IW;
+              const int64_t lo = std::clamp(-x0, int64_t(0), span),
+                            hi = std::clamp(IW - x0, lo, span);
+              std::fill(dst, dst + lo, 0.0f);
+              std::copy(src + x0 + lo, src + x0 + hi, dst + lo);
+              std::fill(dst + hi, dst + span, 0.0f);
+            }
+            rows[r] = dst;
+          }
+          for (int64_t k = 0; k < run; k += L) {
+            const float* shifted[6];
+            for (int r = 0; r < 6; ++r) shifted[r] = rows[r] + 4 * k;
+            simd::winograd_input(shifted, std::min(L, run - k), vbuf.data() + c * nr, v_xi, cg * nr,
+                                 tt - tile0 + k);
+          }
+          tt += run;
+        }
+      }
+      // Columns past ntiles in the last panel must be finite zeros for the GEMM.
+      if (ntiles % nr != 0)
+        for (int64_t xi = 0; xi < kXi; ++xi)
+          for (int64_t c = 0; c < cg; ++c) {
+            float* p = vbuf.data() + xi * v_xi + (ntiles / nr) * cg * nr + c * nr;
+            std::fill(p + ntiles % nr, p + nr, 0.0f);
+          }
+      // 2. The 36 GEMMs: M[xi][m][t] = U[xi][m][:] . V[xi][:][t], rows [m0, m1).
+      const float* wg = w.data.data() + gi * w.group_stride;
+      const int64_t m_xi = (m1 - m0) * m_ld;
+      for (int64_t xi = 0; xi < kXi; ++xi) {
+        const simd::BMatrix b{simd::BMatrix::Layout::kPanels, vbuf.data() + xi * v_xi, cg * nr,
+                              nullptr};
+        float* c0 = mbuf.data() + xi * m_xi;  // row m0 at the start of its block
+        simd::conv_gemm(cg, wg + xi * w.xi_stride, cg, m0, m1, b, ntiles, c0, m_ld, false, nullptr);
+      }
+      // 3. Output transform and epilogue.
+      for (int64_t m = m0; m < m1; ++m) {
+        const int64_t om = gi * mg + m;
+        const float bias = io.bias ? io.bias[om] : 0.0f;
+        float* ym = io.y + (n * s.maps + om) * OS;
+        const float* zm = io.z ? io.z + (n * s.maps + om) * OS : nullptr;
+        const float* mm = mbuf.data() + (m - m0) * m_ld;
+        for (int64_t tt = tile0; tt < tile0 + ntiles;) {
+          const int64_t th = tt / tw_n, tw0 = tt % tw_n;
+          const int64_t run = std::min(tw_n - tw0, tile0 + ntiles - tt);
+          const int64_t rows = std::min<int64_t>(4, OH - 4 * th);
+          for (int64_t k = 0; k < run; k += L) {
+            const int64_t nt = std::min(L, run - k), col = 4 * (tw0 + k);
+            const int64_t cols = std::min(4 * nt, OW - col);
+            const int64_t at = (4 * th) * OW + col;
+            simd::winograd_output(mm + (tt - tile0 + k), m_xi, nt, bias, zm ? zm + at : nullptr, OW,
+                                  io.act, ym + at, OW, rows, cols);
+          }
+          tt += run;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace onyx::kernels::cpu

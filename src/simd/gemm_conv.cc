@@ -1,0 +1,287 @@
+// The convolution GEMM (see gemm_conv.h), compiled once per SIMD target through Highway's
+// foreach_target.h; the code after HWY_ONCE is target-independent.
+//
+// Microkernel: MR row streams of A (8 with 512-bit vectors, 6 with 256-bit, 4 with 128-bit)
+// times one B panel of NR = 2 vectors of columns (or 1 vector for a narrow last panel),
+// 2 * MR accumulators in registers over the whole depth of the call; a last strip of fewer
+// than MR rows repeats its last row (computed, never stored). The loops: blocks of MC rows
+// (A block in L2), depth blocks of at most KC (the B micro-panel in L1), panels, then
+// strips, so a B micro-panel is reused by every strip of the row block. The epilogue
+// (bias, residual, cheap activations) is applied to the registers before the only store;
+// exp/tanh/erf activations run on the stored MR x NR tile while it is in L1.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/gemm_conv.cc"
+#if defined(__EMSCRIPTEN__) && !defined(HWY_COMPILE_ONLY_STATIC)
+#define HWY_COMPILE_ONLY_STATIC 1
+#endif
+// clang-format off
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+// clang-format on
+
+#include "simd/conv_epilogue-inl.h"
+
+#ifndef ONYX_SIMD_GEMM_CONV_ONCE
+#define ONYX_SIMD_GEMM_CONV_ONCE
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "simd/gemm_conv.h"
+
+namespace onyx::simd {
+/// One conv_gemm call as the per-target code sees it.
+struct ConvGemmArgs {
+  int64_t K;
+  const float* a;
+  int64_t lda;
+  int64_t m0, m1;
+  BMatrix b;
+  int64_t N;
+  float* C;
+  int64_t ldc;
+  bool accumulate;
+  const Epilogue* ep;
+};
+}  // namespace onyx::simd
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace onyx::simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+#if HWY_MAX_BYTES >= 64
+constexpr size_t kMR = 8;
+#elif HWY_MAX_BYTES >= 32
+constexpr size_t kMR = 6;
+#else
+constexpr size_t kMR = 4;
+#endif
+constexpr int64_t kMC = static_cast<int64_t>(kMR) * 16;  // rows per A block (in L2)
+constexpr int64_t kKC = 256;                             // depth per block (micro-panel in L1)
+
+/// Finishes row r of a tile: v = acc (+ c when accumulating) (+ bias + z when given), then
+/// the cheap activation when given, stored to c. kMasked: only the lanes of masks m0/m1 are
+/// valid (loaded and stored).
+template <int NV, bool kMasked>
+HWY_INLINE void StoreRow(VF v0, VF v1, float* cr, bool accumulate, const float* bias,
+                         const float* zr, const Activation* act, hn::Mask<DF> m0, hn::Mask<DF> m1) {
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  auto load = [&](hn::Mask<DF> m, const float* p) {
+    if constexpr (kMasked)
+      return hn::MaskedLoad(m, d, p);
+    else
+      return hn::LoadU(d, p);
+  };
+  if (accumulate) {
+    v0 = hn::Add(v0, load(m0, cr));
+    if (NV == 2) v1 = hn::Add(v1, load(m1, cr + L));
+  }
+  if (bias) {
+    const VF vb = hn::Set(d, *bias);
+    v0 = hn::Add(v0, vb);
+    if (NV == 2) v1 = hn::Add(v1, vb);
+  }
+  if (zr) {
+    v0 = hn::Add(v0, load(m0, zr));
+    if (NV == 2) v1 = hn::Add(v1, load(m1, zr + L));
+  }
+  if (act) {
+    v0 = ApplyAct(d, v0, *act);
+    if (NV == 2) v1 = ApplyAct(d, v1, *act);
+  }
+  if constexpr (kMasked) {
+    hn::BlendedStore(v0, m0, d, cr);
+    if (NV == 2) hn::BlendedStore(v1, m1, d, cr + L);
+  } else {
+    hn::StoreU(v0, d, cr);
+    if (NV == 2) hn::StoreU(v1, d, cr + L);
+  }
+}
+
+/// Row p of the B micro-panel starting at b: panels and rows step by a stride, offsets
+/// look the row up.
+template <BMatrix::Layout kLayout>
+HWY_INLINE const float* BRow(const float* b, size_t p, int64_t stride, const int64_t* offs) {
+  if constexpr (kLayout == BMatrix::Layout::kOffsets)
+    return b + offs[p];
+  else
+    return b + static_cast<int64_t>(p) * stride;
+}
+
+/// One MR x (NV vectors) tile of C over depth kc: c[mr x nr] (the valid part) gets the
+/// sum of the A rows (a_rows[r][p], at this depth) times the B micro-panel, finished as
+/// StoreRow says; row0/col0: the tile's place in C (for bias and z).
+template <int NV, BMatrix::Layout kLayout>
+HWY_INLINE void Micro(size_t kc, const float* const* a_rows, const float* b, int64_t bstride,
+                      const int64_t* offs, float* c, int64_t ldc, size_t mr, size_t nr,
+                      bool accumulate, const Epilogue* ep, int64_t row0, int64_t col0) {
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  VF acc0[kMR], acc1[kMR];
+  for (size_t r = 0; r < kMR; ++r) acc0[r] = acc1[r] = hn::Zero(d);
+  const float* rows[kMR];
+  for (size_t r = 0; r < kMR; ++r) rows[r] = a_rows[r];
+  for (size_t p = 0; p < kc; ++p) {
+    const float* bp = BRow<kLayout>(b, p, bstride, offs);
+    const VF b0 = hn::LoadU(d, bp);
+    if constexpr (NV == 2) {
+      const VF b1 = hn::LoadU(d, bp + L);
+      for (size_t r = 0; r < kMR; ++r) {
+        const VF av = hn::Set(d, rows[r][p]);
+        acc0[r] = hn::MulAdd(av, b0, acc0[r]);
+        acc1[r] = hn::MulAdd(av, b1, acc1[r]);
+      }
+    } else {
+      for (size_t r = 0; r < kMR; ++r) acc0[r] = hn::MulAdd(hn::Set(d, rows[r][p]), b0, acc0[r]);
+    }
+  }
+  const float* bias = ep && ep->bias ? ep->bias + row0 : nullptr;
+  const float* z = ep && ep->z ? ep->z + row0 * ep->ldz + col0 : nullptr;
+  const int64_t ldz = ep ? ep->ldz : 0;
+  const bool cheap = ep && CheapAct(ep->act.kind);
+  const Activation* act = cheap && ep->act.kind != Act::kNone ? &ep->act : nullptr;
+  const size_t width = NV * L;
+  // Rows past mr are not stored; columns past nr are masked off.
+  if (nr == width) {
+    const hn::Mask<DF> all = hn::FirstN(d, L);
+    for (size_t r = 0; r < mr; ++r)
+      StoreRow<NV, false>(acc0[r], acc1[r], c + static_cast<int64_t>(r) * ldc, accumulate,
+                          bias ? bias + r : nullptr,
+                          z ? z + static_cast<int64_t>(r) * ldz : nullptr, act, all, all);
+  } else {
+    const size_t n0 = std::min(nr, L);
+    const hn::Mask<DF> m0 = hn::FirstN(d, n0), m1 = hn::FirstN(d, nr - n0);
+    for (size_t r = 0; r < mr; ++r)
+      StoreRow<NV, true>(acc0[r], acc1[r], c + static_cast<int64_t>(r) * ldc, accumulate,
+                         bias ? bias + r : nullptr, z ? z + static_cast<int64_t>(r) * ldz : nullptr,
+                         act, m0, m1);
+  }
+  if (ep && !cheap)
+    for (size_t r = 0; r < mr; ++r)
+      ActRow(c + static_cast<int64_t>(r) * ldc, static_cast<int64_t>(nr), ep->act);
+}
+
+template <BMatrix::Layout kLayout>
+void GemmLayout(const ConvGemmArgs& g) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d)), NR = 2 * L;
+  const int64_t mr = static_cast<int64_t>(kMR);
+  const int64_t npanels = (g.N + NR - 1) / NR;
+  // Depth blocks of kKC.
+  const int64_t kcb = kKC;
+  for (int64_t ic = g.m0; ic < g.m1; ic += kMC) {
+    const int64_t mc = std::min(kMC, g.m1 - ic);
+    for (int64_t pc = 0; pc < g.K; pc += kcb) {
+      const int64_t kc = std::min(kcb, g.K - pc);
+      const bool last = pc + kc == g.K;
+      const bool acc = g.accumulate || pc > 0;
+      const Epilogue* ep = last ? g.ep : nullptr;
+      for (int64_t q = 0; q < npanels; ++q) {
+        const int64_t col = q * NR;
+        const size_t nr = static_cast<size_t>(std::min(NR, g.N - col));
+        const float* bq;
+        if constexpr (kLayout == BMatrix::Layout::kPanels)
+          bq = g.b.data + q * g.b.stride + pc * NR;
+        else if constexpr (kLayout == BMatrix::Layout::kRows)
+          bq = g.b.data + pc * g.b.stride + col;
+        else
+          bq = g.b.data + col;
+        const int64_t bstride = kLayout == BMatrix::Layout::kPanels ? NR : g.b.stride;
+        const int64_t* offs = g.b.offs ? g.b.offs + pc : nullptr;
+        for (int64_t s = 0; s * mr < mc; ++s) {
+          const int64_t row = ic + s * mr;
+          const size_t rows = static_cast<size_t>(std::min(mr, g.m1 - row));
+          const float* as[kMR];
+          for (size_t r = 0; r < kMR; ++r)
+            as[r] = g.a + (row + static_cast<int64_t>(std::min(r, rows - 1))) * g.lda + pc;
+          float* cs = g.C + (row - g.m0) * g.ldc + col;
+          if (nr > static_cast<size_t>(L))
+            Micro<2, kLayout>(static_cast<size_t>(kc), as, bq, bstride, offs, cs, g.ldc, rows, nr,
+                              acc, ep, row - g.m0, col);
+          else
+            Micro<1, kLayout>(static_cast<size_t>(kc), as, bq, bstride, offs, cs, g.ldc, rows, nr,
+                              acc, ep, row - g.m0, col);
+        }
+      }
+    }
+  }
+}
+
+void ConvGemm(const ConvGemmArgs& g) {
+  switch (g.b.layout) {
+    case BMatrix::Layout::kPanels:
+      GemmLayout<BMatrix::Layout::kPanels>(g);
+      break;
+    case BMatrix::Layout::kRows:
+      GemmLayout<BMatrix::Layout::kRows>(g);
+      break;
+    case BMatrix::Layout::kOffsets:
+      GemmLayout<BMatrix::Layout::kOffsets>(g);
+      break;
+  }
+}
+
+void ApplyEpilogue(float* y, int64_t rows, int64_t cols, int64_t ldy, const Epilogue& ep) {
+  for (int64_t i = 0; i < rows; ++i)
+    EpilogueRow(y + i * ldy, ep.z ? ep.z + i * ep.ldz : nullptr, cols, ep.bias ? ep.bias[i] : 0.0f,
+                ep.act);
+}
+
+int64_t MR() {
+  return static_cast<int64_t>(kMR);
+}
+int64_t Lanes() {
+  return static_cast<int64_t>(hn::Lanes(DF()));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace onyx::simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace onyx::simd {
+
+HWY_EXPORT(ConvGemm);
+HWY_EXPORT(ApplyEpilogue);
+HWY_EXPORT(MR);
+HWY_EXPORT(Lanes);
+
+int64_t conv_gemm_mr() {
+  static const int64_t mr = HWY_DYNAMIC_DISPATCH(MR)();
+  return mr;
+}
+int64_t conv_gemm_lanes() {
+  static const int64_t l = HWY_DYNAMIC_DISPATCH(Lanes)();
+  return l;
+}
+int64_t conv_gemm_nr() {
+  return 2 * conv_gemm_lanes();
+}
+
+void conv_gemm(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const BMatrix& b,
+               int64_t N, float* C, int64_t ldc, bool accumulate, const Epilogue* ep) {
+  if (m1 <= m0 || N <= 0) return;
+  if (K == 0) {  // an empty sum: C keeps its value (or 0), then the epilogue
+    if (!accumulate)
+      for (int64_t m = 0; m < m1 - m0; ++m) std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
+    if (ep) apply_epilogue(C, m1 - m0, N, ldc, *ep);
+    return;
+  }
+  const ConvGemmArgs g{K, a, lda, m0, m1, b, N, C, ldc, accumulate, ep};
+  HWY_DYNAMIC_DISPATCH(ConvGemm)(g);
+}
+
+void apply_epilogue(float* y, int64_t rows, int64_t cols, int64_t ldy, const Epilogue& ep) {
+  if (rows <= 0 || cols <= 0) return;
+  if (!ep.bias && !ep.z && ep.act.kind == Act::kNone) return;
+  HWY_DYNAMIC_DISPATCH(ApplyEpilogue)(y, rows, cols, ldy, ep);
+}
+
+}  // namespace onyx::simd
+#endif  // HWY_ONCE

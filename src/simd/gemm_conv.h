@@ -1,0 +1,43 @@
+// The GEMM of the convolution kernels: C[M x N] = A[M x K] * B[K x N] with A (the weights)
+// read in place, row-major, MR row streams at a time, B in one of three layouts (im2col
+// panels, rows of a matrix read in place, or rows at arbitrary offsets of a padded image:
+// an implicit im2col), and the fused epilogue (bias, residual, activation) applied while
+// the output tile is in registers. Single-threaded per call: the conv kernels thread over
+// calls.
+// Natively the widest SIMD target of the CPU is chosen at run time; SIMD128 in WebAssembly.
+#pragma once
+#include <cstdint>
+
+#include "simd/conv_epilogue.h"
+
+namespace onyx::simd {
+
+/// Rows of C one microkernel call computes on the SIMD target of this process.
+int64_t conv_gemm_mr();
+/// Columns of one B panel (two vectors) on the SIMD target of this process.
+int64_t conv_gemm_nr();
+/// Floats one vector holds on this target.
+int64_t conv_gemm_lanes();
+
+/// Where row p, columns [j, j + NR) of B start. Panels: data + (j / NR) * panel_stride +
+/// p * NR (im2col output, columns past N zero). Rows: data + p * ld + j (a row-major
+/// matrix read in place). Offsets: data + offs[p] + j (an implicit im2col: row p of B is
+/// a contiguous run of a padded image). Rows and Offsets read whole vectors: the memory
+/// up to the last panel's full width must be readable (values past N are ignored).
+struct BMatrix {
+  enum class Layout { kPanels, kRows, kOffsets };
+  Layout layout = Layout::kPanels;
+  const float* data = nullptr;
+  int64_t stride = 0;  ///< panel_stride (kPanels) or ld (kRows)
+  const int64_t* offs = nullptr;
+};
+
+/// Rows [m0, m1) and columns [0, N) of the product of A (row-major: row m, depth p at
+/// a[m * lda + p], a already at depth 0 of this call) and B over depths [0, K), written to
+/// C: row m at C + (m - m0) * ldc. accumulate: add to C instead of overwriting it (the
+/// later depth blocks of a longer sum). ep: the epilogue, applied by the call that adds the
+/// last depth block (null: none); its bias and z are indexed like C, from row m0.
+void conv_gemm(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const BMatrix& b,
+               int64_t N, float* C, int64_t ldc, bool accumulate, const Epilogue* ep);
+
+}  // namespace onyx::simd

@@ -1,0 +1,156 @@
+// Pooling rows (see pool.h), compiled once per SIMD target through Highway's
+// foreach_target.h.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/pool.cc"
+#if defined(__EMSCRIPTEN__) && !defined(HWY_COMPILE_ONLY_STATIC)
+#define HWY_COMPILE_ONLY_STATIC 1
+#endif
+// clang-format off
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include "simd/math-inl.h"
+// clang-format on
+
+#include "simd/pool.h"
+
+#include <algorithm>
+#include <cmath>
+
+HWY_BEFORE_NAMESPACE();
+namespace onyx::simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+/// Outputs [o0, o1), every tap of which is inside the row, a vector of outputs at a time;
+/// a last partial vector is done as the whole vector ending at o1 (recomputing some
+/// outputs) when the range holds one. Returns where it stopped.
+template <bool kMax, int64_t kStride>
+HWY_INLINE int64_t pool_vectors(const float* x, float* h, int64_t o0, int64_t o1, int64_t kw,
+                                int64_t pw, int64_t dw) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  auto vector_at = [&](int64_t ox) {
+    const float* base = x + ox * kStride - pw;
+    VF acc = kMax ? hn::Set(d, -HUGE_VALF) : hn::Zero(d);
+    for (int64_t k = 0; k < kw; ++k) {
+      const float* p = base + k * dw;
+      VF v;
+#if HWY_TARGET == HWY_SCALAR
+      v = hn::LoadU(d, p);  // one lane: nothing to deinterleave
+#else
+      if constexpr (kStride == 1)
+        v = hn::LoadU(d, p);
+      else
+        v = hn::ConcatEven(d, hn::LoadU(d, p + L), hn::LoadU(d, p));
+#endif
+      acc = kMax ? MaxNaN(acc, v) : hn::Add(acc, v);
+    }
+    hn::StoreU(acc, d, h + ox);
+  };
+  if (o1 - o0 < L) return o0;
+  int64_t ox = o0;
+  for (; ox + L <= o1; ox += L) vector_at(ox);
+  if (ox < o1) vector_at(o1 - L);
+  return o1;
+}
+
+/// h[ox] for ox < ow folds x[ox * sw - pw + k * dw], k < kw, over the taps inside [0, iw):
+/// the largest value (NaN when any is NaN; -inf when no tap is inside) or the sum (0 then).
+template <bool kMax>
+void pool_row_impl(const float* x, int64_t iw, float* h, int64_t ow, int64_t kw, int64_t sw,
+                   int64_t pw, int64_t dw) {
+  auto scalar = [&](int64_t ox) {
+    const int64_t base = ox * sw - pw;
+    float acc = kMax ? -HUGE_VALF : 0.0f;
+    for (int64_t k = 0; k < kw; ++k) {
+      const int64_t c = base + k * dw;
+      if (c < 0 || c >= iw) continue;
+      const float v = x[c];
+      if constexpr (kMax)
+        acc = (acc < v || v != v) ? v : acc;  // MaxNaN
+      else
+        acc += v;
+    }
+    h[ox] = acc;
+  };
+  // Outputs whose taps all lie inside: ox * sw >= pw and ox * sw - pw + (kw - 1) dw < iw.
+  const int64_t span = (kw - 1) * dw;
+  int64_t lo = std::min(ow, (pw + sw - 1) / sw);
+  int64_t hi = iw - 1 - span + pw >= 0 ? std::clamp((iw - 1 - span + pw) / sw + 1, lo, ow) : lo;
+  for (int64_t ox = 0; ox < lo; ++ox) scalar(ox);
+  int64_t done = lo;
+  if (hi > lo) {
+    if (sw == 1) done = pool_vectors<kMax, 1>(x, h, lo, hi, kw, pw, dw);
+    // Stride 2 loads two vectors per tap: the last one may read one float past the last
+    // tap, so it stops a vector early unless that float is inside the row.
+    else if (sw == 2)
+      done = pool_vectors<kMax, 2>(x, h, lo, std::max(lo, std::min(hi, (iw + pw - span) / 2)), kw,
+                                   pw, dw);
+  }
+  for (int64_t ox = done; ox < ow; ++ox) scalar(ox);
+}
+
+template <bool kMax>
+void pool_plane_impl(const PoolGeom& g, const float* x, float* y, float* rows,
+                     const float* row_scale, const float* col_scale) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t iy = 0; iy < g.ih; ++iy)
+    pool_row_impl<kMax>(x + iy * g.iw, g.iw, rows + iy * g.ow, g.ow, g.kw, g.sw, g.pw, g.dw);
+  const VF init = kMax ? hn::Set(d, -HUGE_VALF) : hn::Zero(d);
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    // The window rows inside the input: iy = oy * sh - ph + t * dh for t in [t0, t1).
+    const int64_t base = oy * g.sh - g.ph;
+    int64_t t0 = 0, t1 = g.kh;
+    while (t0 < t1 && base + t0 * g.dh < 0) ++t0;
+    while (t1 > t0 && base + (t1 - 1) * g.dh >= g.ih) --t1;
+    float* yr = y + oy * g.ow;
+    const float* r0 = rows + (base + t0 * g.dh) * g.ow;
+    const int64_t step = g.dh * g.ow;
+    const VF vs = hn::Set(d, row_scale ? row_scale[oy] : 1.0f);
+    auto fold = [&](auto load, int64_t ox) {
+      VF acc = init;
+      for (int64_t t = t0; t < t1; ++t) {
+        const VF v = load(r0 + (t - t0) * step + ox);
+        acc = kMax ? MaxNaN(acc, v) : hn::Add(acc, v);
+      }
+      if (row_scale) acc = hn::Mul(acc, hn::Mul(vs, load(col_scale + ox)));
+      return acc;
+    };
+    int64_t ox = 0;
+    for (; ox + L <= g.ow; ox += L)
+      hn::StoreU(fold([&](const float* p) { return hn::LoadU(d, p); }, ox), d, yr + ox);
+    if (ox < g.ow) {
+      const auto m = hn::FirstN(d, static_cast<size_t>(g.ow - ox));
+      hn::BlendedStore(fold([&](const float* p) { return hn::MaskedLoad(m, d, p); }, ox), m, d,
+                       yr + ox);
+    }
+  }
+}
+
+void PoolPlane(const PoolGeom& g, const float* x, float* y, float* rows, bool max,
+               const float* row_scale, const float* col_scale) {
+  if (max)
+    pool_plane_impl<true>(g, x, y, rows, row_scale, col_scale);
+  else
+    pool_plane_impl<false>(g, x, y, rows, row_scale, col_scale);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace onyx::simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace onyx::simd {
+
+HWY_EXPORT(PoolPlane);
+
+void pool_plane(const PoolGeom& g, const float* x, float* y, float* rows, bool max,
+                const float* row_scale, const float* col_scale) {
+  HWY_DYNAMIC_DISPATCH(PoolPlane)(g, x, y, rows, max, row_scale, col_scale);
+}
+
+}  // namespace onyx::simd
+#endif  // HWY_ONCE

@@ -1,0 +1,24 @@
+// Pooling microkernel on Highway for src/kernels/cpu/pool.cc: a plane is pooled in two
+// passes, every input row along the width (whole vectors of outputs for strides 1 and 2
+// where every tap is inside the row), then the partial rows of each window's rows folded
+// together.
+#pragma once
+#include <cstdint>
+
+namespace onyx::simd {
+
+/// The geometry of a 2-D pooling window over one plane (pads at the top and left; the
+/// bottom and right ones follow from the output extents).
+struct PoolGeom {
+  int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
+};
+
+/// Pools one [ih, iw] plane x into the [oh, ow] plane y: the max (NaN when any tap is NaN)
+/// or the sum over each window's taps inside the input. A window without a tap inside
+/// gives -inf (max) or 0 (sum) — only where a whole output row has none; the caller fixes
+/// up output columns without one. With row_scale set, y[oy][ox] is then multiplied by
+/// row_scale[oy] * col_scale[ox] (an average's divisors). rows is scratch of ih * ow floats.
+void pool_plane(const PoolGeom& g, const float* x, float* y, float* rows, bool max,
+                const float* row_scale, const float* col_scale);
+
+}  // namespace onyx::simd

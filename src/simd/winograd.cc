@@ -1,0 +1,198 @@
+// Winograd F(4x4, 3x3) transforms (see winograd.h), compiled once per SIMD target through
+// Highway's foreach_target.h.
+//
+//   B^T = | 4  0 -5  0  1  0 |   G = |  1/4     0     0 |   A^T = | 1  1  1  1  1  0 |
+//         | 0 -4 -4  1  1  0 |       | -1/6  -1/6  -1/6 |         | 0  1 -1  2 -2  0 |
+//         | 0  4 -4 -1  1  0 |       | -1/6   1/6  -1/6 |         | 0  1  1  4  4  0 |
+//         | 0 -2 -1  2  1  0 |       | 1/24  1/12   1/6 |         | 0  1 -1  8 -8  1 |
+//         | 0  2 -1 -2  1  0 |       | 1/24 -1/12   1/6 |
+//         | 0  4  0 -5  0  1 |       |    0     0     1 |
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/winograd.cc"
+#if defined(__EMSCRIPTEN__) && !defined(HWY_COMPILE_ONLY_STATIC)
+#define HWY_COMPILE_ONLY_STATIC 1
+#endif
+// clang-format off
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+// clang-format on
+
+#include "simd/conv_epilogue-inl.h"
+
+#ifndef ONYX_SIMD_WINOGRAD_ONCE
+#define ONYX_SIMD_WINOGRAD_ONCE
+#include <algorithm>
+#include <cstring>
+
+#include "simd/gemm_conv.h"
+#include "simd/winograd.h"
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace onyx::simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+/// out = B^T s (one 6-vector).
+HWY_INLINE void BT6(DF d, const VF* s, VF* out) {
+  const VF four = hn::Set(d, 4.0f), five = hn::Set(d, 5.0f), two = hn::Set(d, 2.0f);
+  const VF t1 = hn::NegMulAdd(four, s[2], s[4]);  // s4 - 4 s2
+  const VF t2 = hn::NegMulAdd(four, s[1], s[3]);  // s3 - 4 s1
+  const VF t3 = hn::Sub(s[4], s[2]);
+  const VF t4 = hn::Mul(two, hn::Sub(s[3], s[1]));
+  out[0] = hn::Add(hn::NegMulAdd(five, s[2], hn::Mul(four, s[0])), s[4]);
+  out[1] = hn::Add(t1, t2);
+  out[2] = hn::Sub(t1, t2);
+  out[3] = hn::Add(t3, t4);
+  out[4] = hn::Sub(t3, t4);
+  out[5] = hn::Add(hn::NegMulAdd(five, s[3], hn::Mul(four, s[1])), s[5]);
+}
+
+/// out = A^T s (6 -> 4).
+HWY_INLINE void AT6(DF d, const VF* s, VF* out) {
+  const VF a = hn::Add(s[1], s[2]), b = hn::Sub(s[1], s[2]);
+  const VF c = hn::Add(s[3], s[4]), e = hn::Sub(s[3], s[4]);
+  out[0] = hn::Add(hn::Add(s[0], a), c);
+  out[1] = hn::MulAdd(hn::Set(d, 2.0f), e, b);
+  out[2] = hn::MulAdd(hn::Set(d, 4.0f), c, a);
+  out[3] = hn::Add(hn::MulAdd(hn::Set(d, 8.0f), e, b), s[5]);
+}
+
+int64_t WinoLanes() {
+  return static_cast<int64_t>(hn::Lanes(DF()));
+}
+
+void WinoInput(const float* const rows[6], int64_t n, float* v, int64_t xi_stride,
+               int64_t panel_stride, int64_t first) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d)), NR = 2 * L;
+  VF w[6][6];  // w[r][k] = (d B)[r][k] for input row r
+  for (int r = 0; r < 6; ++r) {
+    VF s[6], unused0, unused1;
+    hn::LoadInterleaved4(d, rows[r], s[0], s[1], s[2], s[3]);  // s[j][t] = row[4t + j]
+    hn::LoadInterleaved4(d, rows[r] + 4, s[4], s[5], unused0, unused1);
+    BT6(d, s, w[r]);
+  }
+  const int64_t lane = first % NR;
+  float* base = v + (first / NR) * panel_stride + lane;
+  const bool whole = n == L && lane + L <= NR;
+  HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
+  const int64_t n1 = std::min(n, NR - lane);
+  for (int k = 0; k < 6; ++k) {
+    VF col[6], out[6];
+    for (int r = 0; r < 6; ++r) col[r] = w[r][k];
+    BT6(d, col, out);
+    for (int i = 0; i < 6; ++i) {
+      float* dst = base + (6 * i + k) * xi_stride;
+      if (whole) {
+        hn::StoreU(out[i], d, dst);
+        continue;
+      }
+      hn::Store(out[i], d, tmp);
+      std::memcpy(dst, tmp, static_cast<size_t>(n1) * sizeof(float));
+      if (n1 < n)
+        std::memcpy(dst - lane + panel_stride, tmp + n1,
+                    static_cast<size_t>(n - n1) * sizeof(float));
+    }
+  }
+}
+
+void WinoOutput(const float* m, int64_t xi_stride, int64_t n, float bias, const float* z,
+                int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
+                int64_t cols) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  VF t[4][6];  // t[i][j] = (A^T M)[i][j]
+  for (int j = 0; j < 6; ++j) {
+    VF s[6], out[4];
+    for (int r = 0; r < 6; ++r) s[r] = hn::LoadU(d, m + (6 * r + j) * xi_stride);
+    AT6(d, s, out);
+    for (int i = 0; i < 4; ++i) t[i][j] = out[i];
+  }
+  const VF vb = hn::Set(d, bias);
+  const bool whole = cols == 4 * L;
+  HWY_ALIGN float buf[4 * HWY_MAX_BYTES / sizeof(float)];
+  for (int64_t i = 0; i < rows; ++i) {
+    VF o[4];
+    AT6(d, t[i], o);
+    for (int k = 0; k < 4; ++k) o[k] = hn::Add(o[k], vb);
+    if (z) {
+      const float* zr = z + i * ldz;
+      VF z0, z1, z2, z3;
+      if (whole) {
+        hn::LoadInterleaved4(d, zr, z0, z1, z2, z3);
+      } else {
+        std::fill(buf, buf + 4 * L, 0.0f);
+        std::memcpy(buf, zr, static_cast<size_t>(cols) * sizeof(float));
+        hn::LoadInterleaved4(d, buf, z0, z1, z2, z3);
+      }
+      o[0] = hn::Add(o[0], z0);
+      o[1] = hn::Add(o[1], z1);
+      o[2] = hn::Add(o[2], z2);
+      o[3] = hn::Add(o[3], z3);
+    }
+    for (int k = 0; k < 4; ++k) o[k] = ApplyAct(d, o[k], act);
+    float* yr = y + i * ldy;
+    if (whole) {
+      hn::StoreInterleaved4(o[0], o[1], o[2], o[3], d, yr);
+    } else {
+      hn::StoreInterleaved4(o[0], o[1], o[2], o[3], d, buf);
+      std::memcpy(yr, buf, static_cast<size_t>(cols) * sizeof(float));
+    }
+  }
+  (void)n;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace onyx::simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace onyx::simd {
+
+HWY_EXPORT(WinoLanes);
+HWY_EXPORT(WinoInput);
+HWY_EXPORT(WinoOutput);
+
+int64_t winograd_lanes() {
+  static const int64_t l = HWY_DYNAMIC_DISPATCH(WinoLanes)();
+  return l;
+}
+
+void winograd_input(const float* const rows[6], int64_t n, float* v, int64_t xi_stride,
+                    int64_t panel_stride, int64_t first) {
+  HWY_DYNAMIC_DISPATCH(WinoInput)(rows, n, v, xi_stride, panel_stride, first);
+}
+
+void winograd_output(const float* m, int64_t xi_stride, int64_t n, float bias, const float* z,
+                     int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
+                     int64_t cols) {
+  HWY_DYNAMIC_DISPATCH(WinoOutput)(m, xi_stride, n, bias, z, ldz, act, y, ldy, rows, cols);
+}
+
+void winograd_kernel(const float* g, double out[36]) {
+  static const double G[6][3] = {{1.0 / 4, 0, 0},
+                                 {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                 {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                 {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                 {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                 {0, 0, 1}};
+  double gg[6][3];  // G g
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 3; ++k) acc += G[i][k] * static_cast<double>(g[k * 3 + j]);
+      gg[i][j] = acc;
+    }
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 6; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 3; ++k) acc += gg[i][k] * G[j][k];
+      out[i * 6 + j] = acc;
+    }
+}
+
+}  // namespace onyx::simd
+#endif  // HWY_ONCE

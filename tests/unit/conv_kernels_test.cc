@@ -1,0 +1,561 @@
+// Reference-parity tests of the optimized float convolution kernels (src/kernels/cpu/conv*.cc):
+// random Conv / ConvTranspose models run once on the reference kernels
+// (SessionOptions::reference_kernels, direct loops in double) and once on the optimized
+// ones, at 1 and 3 threads, compared within tol * (|reference| + scale), scale the RMS of the
+// reference output (at least 1; see expect_close). ai.onyx FusedConv
+// runs its kernel object directly (made by the registry's factory, as the planner makes
+// it) against the reference session of the same Conv followed by Add (Z) and the
+// activation as standard ops; its output starts as NaN, so an element the kernel does not
+// write fails.
+//
+// Tolerances: 1e-5 for the GEMM and direct paths (float sums of up to a few thousand
+// products against double; measured below 2e-6), 2e-4 where Winograd F(4x4, 3x3) may run
+// (its transforms amplify float rounding; measured below 7e-5 with 200 input channels).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "format/loader.h"
+#include "kernels/registry.h"
+#include "model_builder.h"
+#include "onyx/session.h"
+#include "runtime/thread_pool.h"
+#include "test_util.h"
+
+namespace onyx::test {
+namespace {
+
+using Feeds = std::vector<std::pair<std::string, Value>>;
+
+constexpr double kTol = 1e-5;
+constexpr double kWinogradTol = 2e-4;
+
+/// The activations of FusedConv and how the reference model spells them.
+struct ActSpec {
+  std::string name;           // FusedConv's activation attribute
+  std::vector<float> params;  // activation_params
+};
+
+const std::vector<ActSpec>& all_acts() {
+  static const std::vector<ActSpec> acts = {
+      {"", {}},
+      {"Relu", {}},
+      {"Clip", {-0.5f, 0.75f}},
+      {"LeakyRelu", {0.1f}},
+      {"HardSigmoid", {0.3f, 0.4f}},
+      {"HardSwish", {}},
+      {"Sigmoid", {}},
+      {"Tanh", {}},
+      {"SiLU", {}},
+      {"Gelu", {}},
+      {"GeluTanh", {}},
+  };
+  return acts;
+}
+
+/// One random convolution case.
+struct ConvCase {
+  int64_t n = 1, c = 1, m = 1, group = 1;
+  std::vector<int64_t> in, k, strides, dil, pads;  // pads: begins then ends
+  std::string auto_pad = "NOTSET";
+  bool bias = false, w_const = true, z = false;
+  size_t act = 0;
+  int threads = 1;
+
+  size_t nsp() const { return in.size(); }
+  Dims x_dims() const {
+    Dims d{n, c};
+    d.insert(d.end(), in.begin(), in.end());
+    return d;
+  }
+  Dims w_dims() const {
+    Dims d{m, c / group};
+    d.insert(d.end(), k.begin(), k.end());
+    return d;
+  }
+  /// Output extents, or empty when the window does not fit.
+  Dims y_dims() const {
+    Dims d{n, m};
+    for (size_t i = 0; i < nsp(); ++i) {
+      const int64_t ek = (k[i] - 1) * dil[i] + 1;
+      int64_t o;
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        o = (in[i] + strides[i] - 1) / strides[i];
+      } else {
+        const int64_t span = in[i] + (auto_pad == "VALID" ? 0 : pads[i] + pads[i + nsp()]) - ek;
+        if (span < 0) return {};
+        o = span / strides[i] + 1;
+      }
+      d.push_back(o);
+    }
+    return d;
+  }
+  std::vector<AttrSpec> attrs() const {
+    std::vector<AttrSpec> a = {AttrSpec::Int("group", group), AttrSpec::Ints("strides", strides),
+                               AttrSpec::Ints("dilations", dil), AttrSpec::Ints("kernel_shape", k)};
+    if (auto_pad == "NOTSET")
+      a.push_back(AttrSpec::Ints("pads", pads));
+    else
+      a.push_back(AttrSpec::String("auto_pad", auto_pad));
+    return a;
+  }
+  bool winograd_shape() const {
+    return nsp() == 2 && k[0] == 3 && k[1] == 3 && strides[0] == 1 && strides[1] == 1 &&
+           dil[0] == 1 && dil[1] == 1 && c / group >= 8 && m / group >= 8;
+  }
+  std::string str() const {
+    std::string s = "x " + dims_str(x_dims()) + " w " + dims_str(w_dims()) + " group " +
+                    std::to_string(group) + " strides " + dims_str(strides) + " dilations " +
+                    dims_str(dil) + " pads " + dims_str(pads) + " auto_pad " + auto_pad +
+                    (bias ? " bias" : "") + (w_const ? " W const" : " W input") + (z ? " Z" : "") +
+                    " act '" + all_acts()[act].name + "' threads " + std::to_string(threads);
+    return s;
+  }
+};
+
+Tensor random_float(const Dims& d, std::mt19937& rng, float scale = 1.0f) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  Tensor t(DType::kFloat, d);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+std::vector<DimSpec> spec(const Dims& d) {
+  return std::vector<DimSpec>(d.begin(), d.end());
+}
+
+TensorSpec initializer(const std::string& name, const Tensor& t) {
+  return TensorSpec::floats(name, t.dims(),
+                            std::vector<float>(t.data<float>(), t.data<float>() + t.numel()));
+}
+
+/// The tensors of one case.
+struct CaseData {
+  Tensor x, w, b, z;
+};
+
+CaseData make_data(const ConvCase& cc, std::mt19937& rng) {
+  CaseData d;
+  d.x = random_float(cc.x_dims(), rng);
+  d.w = random_float(cc.w_dims(), rng);
+  d.b = random_float({cc.m}, rng);
+  d.z = random_float(cc.y_dims(), rng);
+  return d;
+}
+
+/// The reference model of a case: Conv (+ Add Z) (+ the activation as standard ops), W
+/// and B initializers or inputs. With fused = false only the Conv.
+std::pair<ModelSpec, Feeds> conv_model(const ConvCase& cc, const CaseData& d, bool fused) {
+  GraphSpec g;
+  Feeds feeds;
+  g.inputs.push_back(tensor_info("x", kFloat, spec(cc.x_dims())));
+  feeds.push_back({"x", d.x});
+  std::vector<std::string> ins{"x", "w"};
+  if (cc.w_const) {
+    g.initializers.push_back(initializer("w", d.w));
+  } else {
+    g.inputs.push_back(tensor_info("w", kFloat, spec(cc.w_dims())));
+    feeds.push_back({"w", d.w});
+  }
+  if (cc.bias) {
+    ins.push_back("b");
+    if (cc.w_const) {
+      g.initializers.push_back(initializer("b", d.b));
+    } else {
+      g.inputs.push_back(tensor_info("b", kFloat, {cc.m}));
+      feeds.push_back({"b", d.b});
+    }
+  }
+  const Dims yd = cc.y_dims();
+  std::string cur = "conv";
+  g.nodes.push_back(NodeSpec("Conv", ins, {cur}, cc.attrs()));
+  auto next = [&](const std::string& op, std::vector<std::string> in,
+                  std::vector<AttrSpec> at = {}) {
+    const std::string out = "t" + std::to_string(g.nodes.size());
+    g.nodes.push_back(NodeSpec(op, std::move(in), {out}, std::move(at)));
+    cur = out;
+  };
+  if (fused && cc.z) {
+    g.inputs.push_back(tensor_info("z", kFloat, spec(yd)));
+    feeds.push_back({"z", d.z});
+    next("Add", {cur, "z"});
+  }
+  const ActSpec& a = all_acts()[fused ? cc.act : 0];
+  const std::string x = cur;
+  if (a.name == "Relu" || a.name == "Sigmoid" || a.name == "Tanh" || a.name == "HardSwish") {
+    next(a.name, {x});
+  } else if (a.name == "Clip") {
+    g.initializers.push_back(TensorSpec::floats("clip_lo", {}, {a.params[0]}));
+    g.initializers.push_back(TensorSpec::floats("clip_hi", {}, {a.params[1]}));
+    next("Clip", {x, "clip_lo", "clip_hi"});
+  } else if (a.name == "LeakyRelu") {
+    next("LeakyRelu", {x}, {AttrSpec::Float("alpha", a.params[0])});
+  } else if (a.name == "HardSigmoid") {
+    next("HardSigmoid", {x},
+         {AttrSpec::Float("alpha", a.params[0]), AttrSpec::Float("beta", a.params[1])});
+  } else if (a.name == "SiLU") {
+    next("Sigmoid", {x});
+    next("Mul", {x, cur});
+  } else if (a.name == "Gelu") {
+    next("Gelu", {x});
+  } else if (a.name == "GeluTanh") {
+    next("Gelu", {x}, {AttrSpec::String("approximate", "tanh")});
+  }
+  g.outputs = {tensor_info(cur, kFloat, spec(yd))};
+  return {ModelSpec(g, 20), feeds};
+}
+
+Tensor run_session(const ModelSpec& m, const Feeds& feeds, bool reference, int threads) {
+  const std::string bytes = m.serialize();
+  SessionOptions opts;
+  opts.threads = threads;
+  opts.reference_kernels = reference;
+  auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
+  return s->run(feeds)[0].tensor();
+}
+
+/// Fails when an element differs by more than tol * (|ref| + scale), scale = max(1, the
+/// RMS of the reference output): float rounding of a convolution grows with the
+/// magnitude of its sums, not of each output (an output near 0 is a sum of large terms
+/// that cancel).
+void expect_close(const Tensor& ref, const Tensor& got, double tol, const std::string& what) {
+  ASSERT_EQ(ref.dims(), got.dims()) << what;
+  double ss = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i)
+    ss += double(ref.data<float>()[i]) * ref.data<float>()[i];
+  const double scale = std::max(1.0, std::sqrt(ss / std::max<int64_t>(ref.numel(), 1)));
+  double worst = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double r = ref.data<float>()[i], g = got.data<float>()[i];
+    worst = std::max(worst, std::fabs(r - g) / (std::fabs(r) + scale));
+    ASSERT_LE(std::fabs(r - g), tol * (std::fabs(r) + scale))
+        << what << " at " << i << ": " << g << " vs " << r;
+  }
+  if (getenv("CONV_TEST_ERR"))
+    fprintf(stderr, "err %.3g scale %.3g %s\n", worst, scale, what.c_str());
+}
+
+/// Conv through sessions: optimized (cc.threads) against the reference.
+void check_conv(const ConvCase& cc, std::mt19937& rng) {
+  const CaseData d = make_data(cc, rng);
+  const auto [model, feeds] = conv_model(cc, d, false);
+  const Tensor ref = run_session(model, feeds, true, 1);
+  const Tensor got = run_session(model, feeds, false, cc.threads);
+  expect_close(ref, got, cc.winograd_shape() ? kWinogradTol : kTol, "Conv " + cc.str());
+}
+
+void no_reference(kernels::KernelContext& ctx) {
+  ctx.fail("the optimized FusedConv kernel handed a valid case to the reference");
+}
+
+ir::Attribute attribute(const AttrSpec& a) {
+  ir::Attribute at;
+  at.name = a.name;
+  if (a.type == AttrSpec::kInt) {
+    at.type = ir::Attribute::Type::kInt;
+    at.i = *a.i;
+  } else if (a.type == AttrSpec::kInts) {
+    at.type = ir::Attribute::Type::kInts;
+    at.ints = a.ints;
+  } else if (a.type == AttrSpec::kFloats) {
+    at.type = ir::Attribute::Type::kFloats;
+    at.floats = a.floats;
+  } else {
+    at.type = ir::Attribute::Type::kString;
+    at.s = *a.s;
+  }
+  return at;
+}
+
+/// FusedConv's kernel object, made by the registry's factory (W constant or not, as the
+/// case says) and run directly on the case's tensors; its output starts as NaN.
+Tensor run_fused_kernel(const ConvCase& cc, const CaseData& d) {
+  ir::Node node;
+  node.op_type = "FusedConv";
+  node.domain = "ai.onyx";
+  node.opset = 1;
+  node.inputs = {"x", "w", cc.bias ? "b" : "", cc.z ? "z" : ""};
+  node.outputs = {"y"};
+  for (const AttrSpec& a : cc.attrs()) node.attrs.push_back(attribute(a));
+  const ActSpec& act = all_acts()[cc.act];
+  if (!act.name.empty()) node.attrs.push_back(attribute(AttrSpec::String("activation", act.name)));
+  if (!act.params.empty())
+    node.attrs.push_back(attribute(AttrSpec::Floats("activation_params", act.params)));
+  const std::vector<const kernels::KernelDef*> defs =
+      kernels::default_registry().find_optimized("ai.onyx", "FusedConv", 1, DType::kFloat);
+  if (defs.empty()) throw std::runtime_error("no optimized FusedConv kernel is registered");
+  ThreadPool pool(cc.threads);
+  std::vector<const Tensor*> constants(4, nullptr);
+  if (cc.w_const) constants[1] = &d.w;
+  kernels::KernelInit init{node, {}, {}, constants, no_reference, &pool};
+  std::unique_ptr<kernels::Kernel> k = defs[0]->factory(init);
+  if (!k) throw std::runtime_error("FusedConv declined " + cc.str());
+  if (!k->overwrites_outputs())
+    throw std::runtime_error("FusedConv does not say it overwrites its output");
+  const Value vx(d.x), vw(d.w), vb(d.b), vz(d.z);
+  std::vector<const Value*> ins{&vx, &vw, cc.bias ? &vb : nullptr, cc.z ? &vz : nullptr};
+  Tensor y(DType::kFloat, cc.y_dims());
+  for (int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] = std::nanf("");
+  std::vector<Value> outs{Value(y)};
+  kernels::KernelContext ctx(node, ins, &outs, nullptr, &pool);
+  k->run(ctx);
+  return outs[0].tensor();
+}
+
+/// FusedConv's kernel against the reference session of Conv + Add + activation. Sigmoid,
+/// Tanh and GELU come from vector approximations (a few ulp; erf within 1.5e-7), well
+/// inside the tolerance.
+void check_fused(const ConvCase& cc, const CaseData& d) {
+  const auto [model, feeds] = conv_model(cc, d, true);
+  const Tensor ref = run_session(model, feeds, true, 1);
+  expect_close(ref, run_fused_kernel(cc, d), cc.winograd_shape() ? kWinogradTol : kTol,
+               "FusedConv " + cc.str());
+}
+
+/// A random case; `large` picks bigger channel counts and images.
+ConvCase random_case(std::mt19937& rng, int it, bool large) {
+  auto ri = [&](int lo, int hi) {
+    return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(rng));
+  };
+  ConvCase cc;
+  const int64_t ks[] = {1, 3, 5, 7};
+  const size_t nsp = it % 9 == 4 ? 1 : (it % 13 == 6 ? 3 : 2);
+  cc.n = it % 5 == 3 ? 3 : 1;
+  const int gk = it % 4;  // 0, 1: group 1; 2: group 2; 3: group C (depthwise or multiplier)
+  const int64_t cg = large ? ri(16, 96) : ri(1, 17), mg = large ? ri(16, 96) : ri(1, 17);
+  cc.group = gk == 2 ? 2 : (gk == 3 ? ri(1, 17) : 1);
+  cc.c = gk == 3 ? cc.group : cg * cc.group;
+  cc.m = gk == 3 ? cc.group * (it % 8 == 3 ? ri(2, 3) : 1) : mg * cc.group;
+  for (size_t d = 0; d < nsp; ++d) {
+    cc.in.push_back(large ? ri(20, 60) : ri(1, nsp == 3 ? 7 : 17));
+    cc.k.push_back(nsp == 3 ? ri(1, 3) : ks[ri(0, 3)]);
+    cc.strides.push_back(ri(1, 3) == 3 && it % 3 == 0 ? 3 : ri(1, 2));
+    cc.dil.push_back(it % 6 == 5 ? 2 : 1);
+  }
+  for (size_t d = 0; d < 2 * nsp; ++d) cc.pads.push_back(ri(0, 3));
+  const int ap = it % 10;
+  cc.auto_pad = ap == 7 ? "SAME_UPPER" : ap == 8 ? "SAME_LOWER" : ap == 9 ? "VALID" : "NOTSET";
+  cc.bias = it % 2 == 0;
+  cc.w_const = it % 7 != 2;
+  cc.threads = (it / 2) % 2 == 0 ? 1 : 3;
+  return cc;
+}
+
+TEST(ConvKernels, RandomShapesMatchReference) {
+  std::mt19937 rng(101);
+  int runs = 0;
+  for (int it = 0; it < 400; ++it) {
+    ConvCase cc = random_case(rng, it, false);
+    if (cc.y_dims().empty()) continue;
+    ++runs;
+    check_conv(cc, rng);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(runs, 300);
+}
+
+TEST(ConvKernels, LargeShapesMatchReference) {
+  std::mt19937 rng(102);
+  int runs = 0;
+  for (int it = 0; it < 24; ++it) {
+    ConvCase cc = random_case(rng, it, true);
+    if (cc.nsp() == 3 || cc.y_dims().empty()) continue;
+    ++runs;
+    check_conv(cc, rng);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(runs, 12);
+}
+
+/// Shapes picked to reach each algorithm: Winograd (3x3 stride 1, >= 8 channels per
+/// group, >= 8 tiles), pointwise (1x1 stride 1, no pads; odd widths leave a partial last
+/// panel), depthwise at strides 1/2 and 3x3/5x5 with dilations, the one-channel first
+/// layer, ResNet/MobileNet-like layers, and empty channels.
+std::vector<ConvCase> chosen_cases() {
+  std::vector<ConvCase> v;
+  auto add = [&](int64_t n, int64_t c, int64_t m, int64_t group, std::vector<int64_t> in,
+                 std::vector<int64_t> k, std::vector<int64_t> st, std::vector<int64_t> pads,
+                 std::vector<int64_t> dil = {1, 1}) {
+    ConvCase cc;
+    cc.n = n;
+    cc.c = c;
+    cc.m = m;
+    cc.group = group;
+    cc.in = std::move(in);
+    cc.k = std::move(k);
+    cc.strides = std::move(st);
+    cc.pads = std::move(pads);
+    cc.dil = std::move(dil);
+    cc.bias = true;
+    v.push_back(cc);
+  };
+  add(1, 16, 16, 1, {16, 16}, {3, 3}, {1, 1}, {1, 1, 1, 1});  // Winograd, 16 tiles
+  add(1, 64, 64, 1, {28, 28}, {3, 3}, {1, 1}, {1, 1, 1, 1});  // Winograd, ResNet-like
+  add(2, 24, 40, 1, {13, 19}, {3, 3}, {1, 1},
+      {1, 0, 0, 1});                                        // Winograd, odd sizes, asymmetric pads
+  add(1, 9, 11, 1, {30, 7}, {3, 3}, {1, 1}, {0, 0, 0, 0});  // Winograd, partial tiles
+  add(1, 32, 48, 2, {17, 17}, {3, 3}, {1, 1}, {1, 1, 1, 1});        // Winograd per group
+  add(1, 200, 136, 1, {12, 12}, {3, 3}, {1, 1}, {1, 1, 1, 1});      // Winograd, many channels
+  add(1, 24, 144, 1, {14, 15}, {1, 1}, {1, 1}, {0, 0, 0, 0});       // pointwise, partial panel
+  add(3, 17, 5, 1, {9, 11}, {1, 1}, {1, 1}, {0, 0, 0, 0});          // pointwise, batch 3
+  add(1, 64, 128, 1, {14, 14}, {1, 1}, {2, 2}, {0, 0, 0, 0});       // strided 1x1 (im2col)
+  add(1, 3, 64, 1, {37, 41}, {7, 7}, {2, 2}, {3, 3, 3, 3});         // ResNet stem
+  add(1, 3, 32, 1, {33, 30}, {3, 3}, {2, 2}, {1, 1, 1, 1});         // MobileNet stem
+  add(1, 1, 16, 1, {32, 53}, {3, 3}, {1, 1}, {1, 1, 1, 1});         // one input channel
+  add(1, 32, 32, 32, {29, 29}, {3, 3}, {1, 1}, {1, 1, 1, 1});       // depthwise
+  add(1, 40, 40, 40, {30, 31}, {3, 3}, {2, 2}, {1, 1, 1, 1});       // depthwise stride 2
+  add(1, 12, 12, 12, {20, 40}, {5, 5}, {1, 1}, {2, 2, 2, 2});       // depthwise 5x5
+  add(1, 12, 12, 12, {21, 39}, {5, 5}, {2, 2}, {2, 1, 2, 1});       // depthwise 5x5 stride 2
+  add(1, 8, 8, 8, {23, 35}, {3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 2});  // depthwise dilated
+  add(2, 6, 12, 6, {15, 33}, {3, 3}, {1, 1}, {1, 1, 1, 1});         // channel multiplier 2
+  add(1, 512, 64, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1, 1, 1});         // deep, small image
+  add(1, 64, 64, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2});  // dilated 3x3 (im2col)
+  add(1, 0, 5, 1, {6, 6}, {3, 3}, {1, 1}, {1, 1, 1, 1});            // no input channels
+  return v;
+}
+
+TEST(ConvKernels, ChosenShapesMatchReference) {
+  std::mt19937 rng(103);
+  for (ConvCase cc : chosen_cases()) {
+    for (int threads : {1, 3}) {
+      for (bool w_const : {true, false}) {
+        cc.threads = threads;
+        cc.w_const = w_const;
+        check_conv(cc, rng);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(ConvKernels, FusedConvEveryActivationMatchesReference) {
+  std::mt19937 rng(104);
+  std::vector<ConvCase> cases = chosen_cases();
+  for (int it = 0; it < 60; ++it) {
+    ConvCase cc = random_case(rng, it, false);
+    if (!cc.y_dims().empty()) cases.push_back(cc);
+  }
+  size_t i = 0;
+  for (ConvCase& cc : cases) {
+    cc.act = i % all_acts().size();
+    cc.z = (i / 2) % 2 == 0;
+    cc.bias = i % 3 != 1;
+    cc.threads = (i / 4) % 2 == 0 ? 1 : 3;
+    ++i;
+    check_fused(cc, make_data(cc, rng));
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(ConvKernels, FusedConvActivationsOnLargeValues) {
+  // Sums far from 0 (inputs scaled by 20): the activations saturate, Sigmoid's exp
+  // overflows, GELU's erf tail is 0 or 1.
+  std::mt19937 rng(105);
+  for (size_t a = 0; a < all_acts().size(); ++a) {
+    ConvCase cc;
+    cc.c = 8;
+    cc.m = 9;
+    cc.in = {11, 12};
+    cc.k = {3, 3};
+    cc.strides = {1, 1};
+    cc.dil = {1, 1};
+    cc.pads = {1, 1, 1, 1};
+    cc.bias = true;
+    cc.z = a % 2 == 0;
+    cc.act = a;
+    cc.threads = 1;
+    CaseData d = make_data(cc, rng);
+    for (int64_t i = 0; i < d.x.numel(); ++i) d.x.data<float>()[i] *= 20.0f;
+    check_fused(cc, d);
+    if (HasFatalFailure()) return;
+  }
+}
+
+/// ConvTranspose through sessions, any rank, groups, strides, dilations, pads (negative
+/// ones stand for an output_shape larger than the natural extent), output_padding.
+TEST(ConvKernels, ConvTransposeMatchesReference) {
+  std::mt19937 rng(106);
+  auto ri = [&](int lo, int hi) {
+    return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(rng));
+  };
+  int runs = 0;
+  for (int it = 0; it < 160; ++it) {
+    const size_t nsp = it % 7 == 3 ? 1 : (it % 11 == 5 ? 3 : 2);
+    const int64_t group = it % 4 == 3 ? 2 : 1, cg = it % 10 == 0 ? ri(30, 70) : ri(1, 9),
+                  mg = ri(1, 9);
+    const int64_t n = it % 5 == 2 ? 3 : 1;
+    Dims xd{n, cg * group}, wd{cg * group, mg}, yd{n, mg * group};
+    std::vector<int64_t> st, dl, pads, op, oshape;
+    bool ok = true;
+    const bool use_shape = it % 6 == 1;
+    for (size_t d = 0; d < nsp; ++d) {
+      const int64_t in = ri(1, nsp == 3 ? 5 : 13), k = ri(1, 4), s = ri(1, 3),
+                    dil = it % 5 == 4 ? 2 : 1;
+      const int64_t p0 = ri(0, 2), p1 = ri(0, 2), opd = ri(0, static_cast<int>(s) - 1);
+      int64_t out = s * (in - 1) + opd + (k - 1) * dil + 1 - (use_shape ? 0 : p0 + p1);
+      if (use_shape) out += ri(-1, 2);  // an explicit, possibly larger, output_shape
+      if (out < 1) ok = false;
+      xd.push_back(in);
+      wd.push_back(k);
+      yd.push_back(out);
+      st.push_back(s);
+      dl.push_back(dil);
+      op.push_back(opd);
+      oshape.push_back(out);
+      pads.push_back(p0);
+    }
+    for (size_t d = 0; d < nsp; ++d) pads.push_back(pads[d] == 0 ? 0 : ri(0, 2));
+    if (!use_shape)
+      for (size_t d = 0; d < nsp; ++d)
+        yd[2 + d] =
+            st[d] * (xd[2 + d] - 1) + op[d] + (wd[2 + d] - 1) * dl[d] + 1 - pads[d] - pads[d + nsp];
+    for (size_t d = 0; d < nsp; ++d)
+      if (yd[2 + d] < 1) ok = false;
+    if (!ok) continue;
+    ++runs;
+    const bool bias = it % 2 == 0, w_const = it % 3 != 1;
+    const int threads = (it / 2) % 2 == 0 ? 1 : 3;
+    GraphSpec g;
+    Feeds feeds;
+    const Tensor x = random_float(xd, rng), w = random_float(wd, rng),
+                 b = random_float({mg * group}, rng);
+    g.inputs.push_back(tensor_info("x", kFloat, spec(xd)));
+    feeds.push_back({"x", x});
+    std::vector<std::string> ins{"x", "w"};
+    if (w_const) {
+      g.initializers.push_back(initializer("w", w));
+    } else {
+      g.inputs.push_back(tensor_info("w", kFloat, spec(wd)));
+      feeds.push_back({"w", w});
+    }
+    if (bias) {
+      ins.push_back("b");
+      g.initializers.push_back(initializer("b", b));
+    }
+    std::vector<AttrSpec> attrs = {AttrSpec::Int("group", group), AttrSpec::Ints("strides", st),
+                                   AttrSpec::Ints("dilations", dl),
+                                   AttrSpec::Ints("output_padding", op)};
+    if (use_shape)
+      attrs.push_back(AttrSpec::Ints("output_shape", oshape));
+    else
+      attrs.push_back(AttrSpec::Ints("pads", pads));
+    g.nodes = {NodeSpec("ConvTranspose", ins, {"y"}, attrs)};
+    g.outputs = {tensor_info("y", kFloat, spec(yd))};
+    const ModelSpec m(g, 17);
+    const Tensor ref = run_session(m, feeds, true, 1);
+    const Tensor got = run_session(m, feeds, false, threads);
+    expect_close(ref, got, kTol,
+                 "ConvTranspose x " + dims_str(xd) + " w " + dims_str(wd) + " y " + dims_str(yd) +
+                     " group " + std::to_string(group) + " threads " + std::to_string(threads));
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(runs, 100);
+}
+
+}  // namespace
+}  // namespace onyx::test
