@@ -63,6 +63,21 @@ TEST(PlanLimits, InliningIsBoundedInNodes) {
   }
 }
 
+TEST(PlanLimits, RecursiveFunctionsAreRefusedWithoutCountingForever) {
+  // f0 calls itself twice: counting its nodes must not follow the recursion (2^32 calls
+  // to the depth limit); the inliner refuses it as a recursion.
+  ModelSpec m = doubling_functions(1);
+  m.functions[0].nodes = {NodeSpec("f0", {"x"}, {"t"}, {}, "", "local"), NodeSpec("f0", {"t"}, {"y"}, {}, "", "local")};
+  m.functions[0].opsets = {{"", 17}, {"local", 1}};
+  try {
+    Session::create(model_of(m));
+    FAIL() << "a recursive function was planned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("more than 32 levels deep"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PlanLimits, InliningWithinTheBoundRuns) {
   // 4 levels: 8 Neg nodes, an even number, so y = x.
   auto s = Session::create(model_of(doubling_functions(4)));
