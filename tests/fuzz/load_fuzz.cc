@@ -1,13 +1,12 @@
 // Model bytes -> format::load_model_from_bytes (the reader of every command), then the
 // static checks of `onyx check` (check::check_model: schemas, types, shape inference with
-// small constants folded). ModelProto-aware mutations: model_mutator.h.
+// small constants folded). ModelProto-aware mutations: model_mutator.h, mutator_hooks.cc.
 #include <cstddef>
 #include <cstdint>
 
 #include "check/validate.h"
 #include "format/loader.h"
 #include "fuzz_util.h"
-#include "model_mutator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::shared_ptr<onyx::ir::Model> model;
@@ -18,16 +17,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& p : onyx::check::check_model(*model).problems)
     if (onyx::fuzz::wraps_std_exception(p.message)) onyx::fuzz::finding("check_model", p.message);
   return 0;
-}
-
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
-                                          unsigned int seed) {
-  return onyx::fuzz::mutate_proto(data, size, max_size, seed, onyx::fuzz::RootType::kModel);
-}
-
-extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* data1, size_t size1,
-                                            const uint8_t* data2, size_t size2, uint8_t* out,
-                                            size_t max_out_size, unsigned int seed) {
-  return onyx::fuzz::cross_over_proto(data1, size1, data2, size2, out, max_out_size, seed,
-                                      onyx::fuzz::RootType::kModel);
 }

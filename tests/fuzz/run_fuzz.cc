@@ -18,7 +18,6 @@
 #include "fuzz_util.h"
 #include "inputs.h"
 #include "ir/graph.h"
-#include "model_mutator.h"
 #include "onyx/session.h"
 
 namespace {
@@ -61,16 +60,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   onyx::fuzz::expect_error_only([&] { (void)session->run(feeds, ro); });
   watchdog->disarm();
   return 0;
-}
-
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
-                                          unsigned int seed) {
-  return onyx::fuzz::mutate_proto(data, size, max_size, seed, onyx::fuzz::RootType::kModel);
-}
-
-extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* data1, size_t size1,
-                                            const uint8_t* data2, size_t size2, uint8_t* out,
-                                            size_t max_out_size, unsigned int seed) {
-  return onyx::fuzz::cross_over_proto(data1, size1, data2, size2, out, max_out_size, seed,
-                                      onyx::fuzz::RootType::kModel);
 }

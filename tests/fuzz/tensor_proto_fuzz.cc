@@ -7,7 +7,6 @@
 #include "format/loader.h"
 #include "fuzz_util.h"
 #include "ir/graph.h"
-#include "model_mutator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using onyx::ir::TypeInfo;
@@ -23,9 +22,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const TypeInfo& t : kTypes)
     expect_error_only([&] { (void)onyx::format::read_value_proto(data, size, t); });
   return 0;
-}
-
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
-                                          unsigned int seed) {
-  return onyx::fuzz::mutate_proto(data, size, max_size, seed, onyx::fuzz::RootType::kTensor);
 }
