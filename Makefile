@@ -3,9 +3,11 @@ BUILD ?= build
 # The ONNX 1.22 node suite: ONYX_CONFORMANCE_DIR from the environment, else beside the clone.
 SUITE ?= $(or $(ONYX_CONFORMANCE_DIR),$(CURDIR)/../shared/conformance/onnx-node)
 JOBS ?= $(shell nproc)
+# Seconds per fuzz target of `make fuzz` (`make test` runs each for 30).
+FUZZ_SECONDS ?= 300
 
 .PHONY: all setup build demo test test-models test-asan test-tsan test-wasm conformance-report bench clean \
-        web-build web test-web bench-web
+        web-build web test-web bench-web fuzz
 
 all: build
 
@@ -80,6 +82,12 @@ test-web: build
 bench-web: build web-build
 	@cd $(BUILD) && ctest -R models_export --output-on-failure >/dev/null
 	@NODE_PATH=$(CURDIR)/node_modules node bench/web/run.mjs --build $(BUILD) $(BENCH_ARGS)
+
+# The libFuzzer targets of tests/fuzz (clang-16, ASan + UBSan, in build-fuzz): replays the
+# regressions, then runs each target for FUZZ_SECONDS, two at a time; the corpora grow in
+# build-fuzz/corpus.
+fuzz: setup
+	@scripts/test_fuzz.sh --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-wasm build-web build-web-mt build-fuzz bindings/js/dist

@@ -733,8 +733,14 @@ std::shared_ptr<ir::Model> read_model(LoadCtx& ctx, const char* data, size_t siz
   if (!has_graph) fail_model("the file holds no graph (is it an ONNX model?)");
   if (m->ir_version < 3 && m->opset_imports.empty()) m->opset_imports[""] = 1;
   if (m->opset_imports.empty()) fail_model("the model imports no opset (opset_import is empty)");
-  for (auto& [d, v] : m->opset_imports)
-    if (v < 1) fail_model("opset_import for domain '{}' has version {}", d.empty() ? "ai.onnx" : d, v);
+  // Versions are held as int in nodes: a larger one would wrap (2^32 + 17 to 17).
+  auto check_opsets = [](const std::map<std::string, int64_t>& imports, const std::string& where) {
+    for (auto& [d, v] : imports)
+      if (v < 1 || v > INT32_MAX)
+        fail_model("{}opset_import for domain '{}' has version {}", where, d.empty() ? "ai.onnx" : d, v);
+  };
+  check_opsets(m->opset_imports, "");
+  for (const ir::Function& f : m->functions) check_opsets(f.opset_imports, "function '" + f.name + "': ");
   resolve_opsets(m->graph->nodes, m->opset_imports, m->opset_imports);
   for (ir::Function& f : m->functions) resolve_opsets(f.nodes, f.opset_imports, m->opset_imports);
   ctx.model = nullptr;

@@ -23,6 +23,23 @@ uint32_t be32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
+/// Bytes of image data (IDAT chunks) in the file; a chunk cut short by the end of the
+/// file counts what is there.
+uint64_t idat_bytes(const uint8_t* b, size_t size) {
+  uint64_t total = 0;
+  for (size_t off = 8; size - off >= 8;) {
+    const uint64_t len = be32(b + off), room = size - off - 8;
+    const uint8_t* type = b + off + 4;
+    if (std::equal(type, type + 4, reinterpret_cast<const uint8_t*>("IDAT"))) total += std::min(len, room);
+    if (std::equal(type, type + 4, reinterpret_cast<const uint8_t*>("IEND")) || len + 4 >= room) break;
+    off += static_cast<size_t>(len) + 12;
+  }
+  return total;
+}
+
+/// Deflate expands data at most about 1032 times (a 258-byte match per 2 bits).
+constexpr uint64_t kMaxInflateRatio = 1032;
+
 [[noreturn]] void fail_spng(int err, const std::string& what, const char* step) {
   fail_arg("PNG '{}': {} failed: {} (spng error {}); the file is corrupt, truncated or not a PNG image", what, step,
            spng_strerror(err), err);
@@ -57,6 +74,16 @@ RgbaImage decode_png(const void* data, size_t size, const std::string& what, con
   if (w < 1 || h < 1 || w > limits.max_side || h > limits.max_side || w * h > limits.max_pixels)
     fail_arg("PNG '{}' declares {}x{} pixels; at most {} per side and {} in all are accepted", what, w, h,
              limits.max_side, limits.max_pixels);
+  // The samples the header declares must fit in what the image data can inflate to,
+  // checked before the pixels are allocated: a 70-byte file may declare 100M pixels.
+  static constexpr int kChannels[7] = {1, 0, 3, 1, 2, 0, 4};  // per PNG colour type
+  const int channels = ihdr.color_type < 7 ? kChannels[ihdr.color_type] : 0;
+  const uint64_t samples = (static_cast<uint64_t>(w) * channels * ihdr.bit_depth + 7) / 8 * static_cast<uint64_t>(h);
+  const uint64_t idat = idat_bytes(bytes, size);
+  if (samples / kMaxInflateRatio > idat + 64)
+    fail_arg("PNG '{}' declares {}x{} pixels ({} bytes of samples), but its image data is {} bytes, which "
+             "cannot inflate to that much; the file is truncated or corrupt",
+             what, w, h, samples, idat);
   size_t len = 0;
   if (int e = spng_decoded_image_size(ctx.get(), SPNG_FMT_RGBA8, &len)) fail_spng(e, what, "sizing the image");
   if (len != static_cast<size_t>(w * h * 4))

@@ -168,7 +168,7 @@ std::unique_ptr<kernels::Kernel> make_kernel(const ir::Node& node, const kernels
 }
 
 std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const PlanOptions& opts,
-                                       shape::SymbolGen& syms) {
+                                       shape::SymbolGen& syms, uint64_t& folded_bytes) {
   auto cg = std::make_unique<CompiledGraph>();
   cg->graph = &g;
   Scope scope{cg.get(), parent, nullptr};
@@ -222,7 +222,7 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
     std::vector<int> implicit;
     scope.implicit_uses = &implicit;
     for (const auto& a : node.attrs) {
-      if (a.g) step.subgraphs[a.name] = compile(*a.g, &scope, opts, syms);
+      if (a.g) step.subgraphs[a.name] = compile(*a.g, &scope, opts, syms, folded_bytes);
       if (!a.graphs.empty())
         fail_unsupported("{}: attribute '{}' holds a list of graphs, which no op of this "
                          "opset uses", node.describe(), a.name);
@@ -287,19 +287,21 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
       step.kernel = any;
     }
 
+    const bool fold_budget = opts.fold_total_bytes == 0 || folded_bytes < opts.fold_total_bytes;
     if (opts.fold_constants && all_const && !never_fold(node) && step.subgraphs.empty() &&
-        step.kernel) {
+        step.kernel && fold_budget) {
       std::vector<const Value*> in;
       for (int s : step.in) in.push_back(s >= 0 ? &cg->slots[s].constant : nullptr);
       std::vector<Value> out;
       SessionOptions fold_limits;
       fold_limits.max_tensor_bytes = opts.fold_max_bytes;
-      fold_limits.max_run_bytes = 0;
+      fold_limits.max_run_bytes = opts.fold_total_bytes == 0 ? 0 : opts.fold_total_bytes - folded_bytes;
       fold_limits.reference_kernels = opts.reference_kernels;
       RunContext fold_run(fold_limits, nullptr);
       step.folded = true;
       try {
         run_step(*cg, step, in, out, nullptr, nullptr, fold_run);
+        folded_bytes += fold_run.live_bytes();  // what the outputs hold, kept by the session
       } catch (const Error& e) {
         if (e.code() != ErrorCode::kLimit) throw;
         step.folded = false;  // too big to keep in the session: every run computes it
@@ -355,7 +357,8 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
 
 std::unique_ptr<CompiledGraph> compile_graph(const ir::Graph& g, const PlanOptions& opts) {
   shape::SymbolGen syms;
-  return compile(g, nullptr, opts, syms);
+  uint64_t folded_bytes = 0;
+  return compile(g, nullptr, opts, syms, folded_bytes);
 }
 
 }  // namespace onyx::runtime

@@ -1,4 +1,6 @@
 // Inlining of model-local functions (FunctionProto) into the graphs that call them.
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -9,6 +11,9 @@ namespace onyx::runtime {
 namespace {
 
 constexpr int kMaxInlineDepth = 32;
+/// Most nodes the graph may have once every call is inlined: a function calling another
+/// twice, 30 levels deep, is a 3 KB file asking for 2^30 nodes.
+constexpr uint64_t kMaxInlinedNodes = 1'000'000;
 
 struct Inliner {
   const ir::Model& model;
@@ -18,6 +23,38 @@ struct Inliner {
     for (const auto& f : model.functions)
       if (f.name == n.op_type && f.domain == n.domain) return &f;
     return nullptr;
+  }
+
+  /// Nodes that expanding `node` makes, its subgraphs included, counted without expanding
+  /// anything (each function once), and at most kMaxInlinedNodes + 1. A call of a function
+  /// already being counted is a recursion, which expand() refuses: it counts as one node.
+  uint64_t expanded_size(const ir::Node& node, std::map<const ir::Function*, uint64_t>& memo) const {
+    uint64_t n = 0;
+    for (const auto& a : node.attrs)
+      if (a.g)
+        for (const auto& sub : a.g->nodes) n = std::min(n + expanded_size(sub, memo), kMaxInlinedNodes + 1);
+    const ir::Function* f = find(node);
+    if (!f) return std::min<uint64_t>(n + 1, kMaxInlinedNodes + 1);
+    auto [it, fresh] = memo.try_emplace(f, 1);
+    if (fresh) {
+      uint64_t body = 0;
+      for (const auto& b : f->nodes) body = std::min(body + expanded_size(b, memo), kMaxInlinedNodes + 1);
+      it->second = body;
+    }
+    return std::min(n + it->second, kMaxInlinedNodes + 1);
+  }
+
+  /// Refuses, before anything is copied, a graph that inlines to more than kMaxInlinedNodes.
+  void check_size(const std::vector<ir::Node>& nodes) const {
+    std::map<const ir::Function*, uint64_t> memo;
+    uint64_t total = 0;
+    for (const auto& node : nodes) {
+      total += expanded_size(node, memo);
+      if (total > kMaxInlinedNodes)
+        fail_model("{}: inlining the model's functions makes more than {} nodes (functions that "
+                   "call each other many times over)",
+                   node.describe(), kMaxInlinedNodes);
+    }
   }
 
   /// Renames every value name in a subgraph that refers to the function scope.
@@ -113,6 +150,7 @@ std::shared_ptr<ir::Graph> inline_functions(const ir::Model& model) {
   if (model.functions.empty()) return model.graph;
   auto g = std::make_shared<ir::Graph>(*model.graph);
   Inliner inl{model};
+  inl.check_size(g->nodes);
   inl.expand(g->nodes, 0);
   return g;
 }

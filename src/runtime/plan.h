@@ -62,6 +62,10 @@ struct PlanOptions {
   /// Largest output a folded node may make at planning; a bigger one is computed by each
   /// run instead (so the session does not hold it, and the run's limits apply to it).
   uint64_t fold_max_bytes = uint64_t{64} << 20;
+  /// Bytes the folded constants of all the graph's nodes may hold together (0: no limit);
+  /// once they are spent, later nodes are computed by each run instead. Without it a
+  /// chain of 40 nodes, each folding to 64 MiB, would keep 2.5 GiB in the session.
+  uint64_t fold_total_bytes = uint64_t{256} << 20;
 };
 
 /// Compiles the main graph. Throws onyx::Error naming the node at fault.

@@ -1,5 +1,6 @@
 #include "onyx/session.h"
 
+#include <algorithm>
 #include <array>
 #include <set>
 #include <unordered_set>
@@ -166,6 +167,11 @@ std::unique_ptr<Session> SessionAccess::create(std::shared_ptr<ir::Model> model,
   runtime::PlanOptions po;
   po.reference_kernels = opts.reference_kernels;
   po.pool = impl->pool.get();
+  // Folded constants may take 256 MiB, or four times the weights where they are larger
+  // (dequantized int8 weights are four times their size).
+  uint64_t weights = model->file_bytes;
+  for (const auto& f : model->external_files) weights += f.bytes_used;
+  po.fold_total_bytes = std::max(po.fold_total_bytes, weights * 4);
   impl->plan = runtime::compile_graph(*impl->graph, po);
   std::set<std::string> inits;
   for (const auto& [n, t] : impl->graph->initializers) inits.insert(n);

@@ -508,6 +508,26 @@ TEST(ImagePng, SizeLimits) {
   EXPECT_EQ(decode_png(png.data(), png.size(), "x", small).width, 20);
 }
 
+// A 70-byte file declaring 10000 x 10000 RGBA pixels made the decoder allocate and clear
+// 400 MB before it found the data missing. Deflate expands data at most 1032 times, so
+// such a header is refused first.
+TEST(ImagePng, DeclaredSizeMustFitTheImageData) {
+  auto declared = [](uint32_t w, uint32_t h, int color, const std::string& raw) {
+    std::string ihdr = be32(w) + be32(h) + std::string{8, static_cast<char>(color), 0, 0, 0};
+    return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", zlib_compress(raw)) +
+           chunk("IEND", "");
+  };
+  expect_error(declared(10000, 10000, 6, std::string(100, '\0')), "cannot inflate to that much");
+  expect_error(declared(16000, 6000, 0, std::string(100, '\0')), "96000000 bytes of samples");
+  // A real image that compresses close to the limit still decodes: 3000 x 1000 gray
+  // zeros (3 MB of scanlines) in about 3 KB of deflate data.
+  Src s{3000, 1000, 8, 0, std::vector<uint16_t>(3000 * 1000, 0), {}, {}, false};
+  RgbaImage img = decode(encode(s));
+  ASSERT_EQ(img.width, 3000);
+  ASSERT_EQ(img.height, 1000);
+  EXPECT_EQ(img.pixels, expected_rgba(s));
+}
+
 TEST(ImagePng, Files) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / ("onyx_image_test_" + std::to_string(::getpid()));

@@ -1095,6 +1095,21 @@ TEST(LoaderMalformed, BadOpsetImports) {
   EXPECT_ONYX_ERROR(load(m.serialize()), ErrorCode::kInvalidModel, "'ai.onnx' has version 0");
   m.opsets = {{"", 17}, {"com.acme", -1}};
   EXPECT_ONYX_ERROR(load(m.serialize()), ErrorCode::kInvalidModel, "'com.acme' has version -1");
+  // Versions are held as int: 2^32 + 17 must not wrap to 17 (found by tests/fuzz).
+  m.opsets = {{"", 4294967313}};
+  EXPECT_ONYX_ERROR(load(m.serialize()), ErrorCode::kInvalidModel, "'ai.onnx' has version 4294967313");
+  m.opsets = {{"", 17}};
+  FunctionSpec f;
+  f.name = "f";
+  f.domain = "local";
+  f.inputs = {"x"};
+  f.outputs = {"y"};
+  f.nodes = {NodeSpec("Neg", {"x"}, {"y"})};
+  f.opsets = {{"", 4294967313}};
+  m.functions = {f};
+  EXPECT_ONYX_ERROR(load(m.serialize()), ErrorCode::kInvalidModel, "function 'f': opset_import",
+                    "has version 4294967313");
+  m.functions.clear();
   // IR version < 3 files predate opset_import: they mean opset 1.
   m.opsets.clear();
   m.ir_version = 2;
