@@ -23,7 +23,9 @@ uint4/uint2 as ``uint8``, one element per byte (unpacked). Sequences are lists o
 an empty optional is ``None``.
 
 Also here, from the same C++ as the CLI and the browser: ``ctc_decode``, ``decode_boxes``,
-``nms`` and ``preprocess_text_line``.
+``nms`` and ``preprocess_text_line``; ``check_model`` validates a file as
+``onyx check --strict`` does; ``onyx.torch.verify`` exports a PyTorch model and checks
+that onyx runs it as PyTorch does (it raises ``ParityError``).
 """
 import enum as _enum
 
@@ -42,6 +44,10 @@ from ._onyx import (  # noqa: F401
     RunOptions,
     RuntimeException,
     SessionOptions,
+    check_model,
+    CheckProblem,
+    CheckReport,
+    CheckUnsupported,
     ctc_decode,
     decode_boxes,
     nms,
@@ -78,3 +84,6 @@ def get_device():
 
 def get_version_string():
     return __version__
+
+
+from .torch import CheckError, ParityError  # noqa: E402,F401  (onyx.torch imports torch only when called)

@@ -128,3 +128,41 @@ def get_available_providers() -> List[str]: ...
 def get_all_providers() -> List[str]: ...
 def get_device() -> str: ...
 def get_version_string() -> str: ...
+
+class CheckProblem:
+    severity: str  # 'error' | 'warning'
+    where: str
+    node: str
+    op_type: str
+    domain: str
+    opset: int
+    message: str
+
+class CheckUnsupported:
+    provider: str
+    where: str
+    node: str
+    op_type: str
+    domain: str
+    opset: int
+    input_types: List[str]
+    reason: str
+
+class CheckReport:
+    problems: List[CheckProblem]
+    unsupported: List[CheckUnsupported]
+    providers: List[str]
+    nodes: int
+    errors: int
+    warnings: int
+    valid: bool
+    strict_ok: bool
+    lines: List[str]
+
+def check_model(path: Union[str, os.PathLike], providers: Sequence[str] = ...) -> CheckReport: ...
+
+class ParityError(OnyxError):
+    report: Any  # onyx.torch.VerifyReport
+
+class CheckError(OnyxError):
+    check: Optional[CheckReport]

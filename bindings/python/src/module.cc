@@ -209,4 +209,5 @@ PYBIND11_MODULE(_onyx, m) {
 
   bind_session(m);
   bind_helpers(m);
+  bind_check(m);
 }

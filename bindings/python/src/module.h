@@ -23,5 +23,6 @@ pybind11::object to_python(Value v);
 
 void bind_session(pybind11::module_& m);
 void bind_helpers(pybind11::module_& m);
+void bind_check(pybind11::module_& m);
 
 }  // namespace onyx::python
