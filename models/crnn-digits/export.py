@@ -56,6 +56,7 @@ VERSION = 1
 REFERENCE_SEED = 7
 REFERENCE_COUNT = 200
 BEAM_WIDTH = 8
+OPSET = 17
 
 
 def run(cmd, **kw):
@@ -70,22 +71,21 @@ def rel(path):
     return os.path.relpath(path, ROOT)
 
 
-def export(model, path):
-    dummy = torch.zeros(1, 1, preprocess.HEIGHT, 96)
-    torch.onnx.export(model, dummy, path, opset_version=17, input_names=["input"], output_names=["logits"],
-                      dynamic_axes={"input": {0: "N", 3: "W"}, "logits": {0: "N", 1: "T"}}, do_constant_folding=True)
-    m = onnx.load(path)
-    onnx.checker.check_model(m, full_check=True)
-    return m
+def load_onyx_module(onyx_cli):
+    """The onyx Python module of the build folder that holds the onyx binary (build/python)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(onyx_cli), "python"))
+    import onyx.torch
+    return onyx.torch
 
 
 def write_reference(model, ref_dir):
-    """200 PNG crops, PyTorch logits and decodings."""
+    """200 PNG crops, PyTorch logits and decodings; returns the input tensors by sample name."""
     if os.path.isdir(ref_dir):
         shutil.rmtree(ref_dir)
     os.makedirs(os.path.join(ref_dir, "images"))
     os.makedirs(os.path.join(ref_dir, "torch"))
     rows = ["file\ttruth\ttorch_greedy\ttorch_beam"]
+    inputs = {}
     right = 0
     for i in range(REFERENCE_COUNT):
         img, text = VERSIONS[VERSION][1].make_crop(np.random.default_rng([REFERENCE_SEED, i]))
@@ -93,6 +93,7 @@ def write_reference(model, ref_dir):
         png = os.path.join(ref_dir, "images", name + ".png")
         Image.fromarray(img, mode="L").save(png, optimize=True)
         x = preprocess.preprocess_file(png)  # from the file as written: what every reader sees
+        inputs[name] = torch.from_numpy(x)
         with torch.no_grad():
             logits = model(torch.from_numpy(x)).numpy().astype(np.float32)
         np.savez_compressed(os.path.join(ref_dir, "torch", name + ".npz"), logits=logits)
@@ -103,6 +104,7 @@ def write_reference(model, ref_dir):
     with open(os.path.join(ref_dir, "labels.tsv"), "w") as f:
         f.write("\n".join(rows) + "\n")
     print(f"reference: {REFERENCE_COUNT} crops, PyTorch reads {right} of them right", flush=True)
+    return inputs
 
 
 def write_meta(path, opset):
@@ -220,9 +222,9 @@ def evaluate_independent(onyx, model_path):
     return ev
 
 
-def parity(onyx, model_path, ref_dir, out_json, ort_json=None):
-    """onyx (C++ preprocessing of the PNGs, then the model) against PyTorch's logits, and,
-    with `ort_json`, against onnxruntime-node's on the same input tensors."""
+def parity_onnxruntime(onyx, model_path, ref_dir, ort_json):
+    """onyx against onnxruntime-node on the input tensors `onyx ocr` makes from the PNGs
+    (C++ preprocessing)."""
     with tempfile.TemporaryDirectory() as tmp:
         pngs = sorted(os.listdir(os.path.join(ref_dir, "images")))
         inputs = os.path.join(tmp, "inputs")
@@ -233,16 +235,12 @@ def parity(onyx, model_path, ref_dir, out_json, ort_json=None):
         for p in pngs:
             stem = os.path.splitext(p)[0]
             np.savez(os.path.join(ds, stem + ".npz"), input=np.load(os.path.join(inputs, stem + ".npy")))
-        run([onyx, "parity", rel(model_path), "--inputs", ds, "--reference", rel(os.path.join(ref_dir, "torch")),
-             "--rtol", "1e-3", "--atol", "1e-4", "--decode", "ctc", "--alphabet", rel(os.path.join(os.path.dirname(model_path), "alphabet.txt")),
-             "--blank", str(BLANK), "--json"], stdout=open(out_json, "w"))
-        if ort_json:
-            ort = os.path.join(tmp, "ort")
-            run(["node", os.path.join(ROOT, "tests", "models", "ort_reference.js"), rel(model_path), "--inputs", ds,
-                 "--output", ort])
-            run([onyx, "parity", rel(model_path), "--inputs", ds, "--reference", ort, "--rtol", "1e-3", "--atol",
-                 "1e-4", "--decode", "ctc", "--alphabet", rel(os.path.join(os.path.dirname(model_path), "alphabet.txt")),
-                 "--blank", str(BLANK), "--json"], stdout=open(ort_json, "w"))
+        ort = os.path.join(tmp, "ort")
+        run(["node", os.path.join(ROOT, "tests", "models", "ort_reference.js"), rel(model_path), "--inputs", ds,
+             "--output", ort])
+        run([onyx, "parity", rel(model_path), "--inputs", ds, "--reference", ort, "--rtol", "1e-3", "--atol",
+             "1e-4", "--decode", "ctc", "--alphabet", rel(os.path.join(os.path.dirname(model_path), "alphabet.txt")),
+             "--blank", str(BLANK), "--json"], stdout=open(ort_json, "w"))
 
 
 def main():
@@ -255,6 +253,7 @@ def main():
     a.onyx = os.path.abspath(a.onyx)
     if not os.path.exists(a.onyx):
         sys.exit(f"export.py: {a.onyx} not found; build onyx first (make build)")
+    onyx_torch = load_onyx_module(a.onyx)
     global VERSION
     VERSION = a.version
     net, gen, weights, out_dir, model_file = VERSIONS[a.version]
@@ -265,25 +264,35 @@ def main():
     model.eval()
 
     model_path = os.path.join(out_dir, model_file)
-    m = export(model, model_path)
-    opset = next(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
-    print(f"wrote {model_path} ({os.path.getsize(model_path)} bytes, opset {opset})", flush=True)
     with open(os.path.join(out_dir, "alphabet.txt"), "w") as f:
         f.write(gen.ALPHABET + "\n")
-
     ref_dir = os.path.join(out_dir, "reference")
-    write_reference(model, ref_dir)
+    dataset = write_reference(model, ref_dir)
     meta_path = os.path.join(out_dir, "meta.json")
     old_eval = None
     if a.skip_evaluation and os.path.exists(meta_path):
         old_eval = json.load(open(meta_path)).get("evaluation")
-    meta = write_meta(meta_path, opset)
-    parity_json = os.path.join(out_dir, "parity.json")
-    ort_json = os.path.join(out_dir, "parity-onnxruntime.json") if a.version == 2 else None
-    parity(a.onyx, model_path, ref_dir, parity_json, ort_json)
-    p = json.load(open(parity_json))
+    meta = write_meta(meta_path, OPSET)
+    if old_eval is not None:
+        meta["evaluation"] = old_eval
+        with open(meta_path, "w") as f:
+            json.dump(meta, f, indent=2)
+            f.write("\n")
+    # Export, onnx.checker, onyx check --strict, PyTorch against onyx on the 200 reference
+    # tensors and on a wider batch of 2 (N and W are dynamic), greedy CTC strings compared;
+    # writes parity.json and MODEL.md. Raises onyx.torch.ParityError when they differ.
+    report = onyx_torch.verify(
+        model, torch.zeros(1, 1, preprocess.HEIGHT, 96), model_path, input_names=["input"], output_names=["logits"],
+        dynamic_axes={"input": {0: "N", 3: "W"}, "logits": {0: "N", 1: "T"}}, opset=OPSET, dataset=dataset,
+        decode="ctc", alphabet=gen.ALPHABET, blank=BLANK, meta=meta_path, onyx_cli=a.onyx)
+    print(f"wrote {model_path} ({os.path.getsize(model_path)} bytes, opset {OPSET}, sha256 {report.sha256})", flush=True)
+    for w in report.warnings:
+        print(f"verify: {w}", flush=True)
+    p = json.load(open(os.path.join(out_dir, "parity.json")))
     print(f"parity with PyTorch: {p.get('passed')}/{p.get('samples')} samples within rtol 1e-3, atol 1e-4", flush=True)
-    if ort_json:
+    if a.version == 2:
+        ort_json = os.path.join(out_dir, "parity-onnxruntime.json")
+        parity_onnxruntime(a.onyx, model_path, ref_dir, ort_json)
         p = json.load(open(ort_json))
         print(f"parity with onnxruntime-node: {p.get('passed')}/{p.get('samples')} samples within rtol 1e-3, "
               f"atol 1e-4", flush=True)
@@ -301,7 +310,8 @@ def main():
     if a.version == 1:
         print(f"accuracy read by onyx ocr on {old_eval['samples']} fresh crops: {old_eval['exact_string_accuracy']}, "
               f"character error rate {old_eval['character_error_rate']}", flush=True)
-    run([a.onyx, "card", rel(model_path), "--meta", rel(meta_path), "--parity", rel(parity_json), "-o",
+    # The card again, now with the evaluation (which needed the exported file) in the meta.
+    run([a.onyx, "card", rel(model_path), "--meta", rel(meta_path), "--parity", rel(os.path.join(out_dir, "parity.json")), "-o",
          rel(os.path.join(out_dir, "MODEL.md"))])
     run([a.onyx, "card", "--verify", rel(os.path.join(out_dir, "MODEL.md")), rel(model_path)])
 

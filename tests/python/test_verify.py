@@ -208,3 +208,11 @@ def test_check_model_reports_problems(tmp_path):
     assert any("nowhere" in line for line in r.lines)
     with pytest.raises(onyx.CheckError, match="nowhere"):
         raise onyx.CheckError("\n".join(r.lines), r)
+
+
+def test_example_verify_torchvision(tmp_path):
+    pytest.importorskip("torchvision")
+    out = subprocess.run([sys.executable, str(SOURCE / "examples" / "python" / "verify_torchvision.py"), "--size", "64",
+                          "--out", str(tmp_path)], check=True, capture_output=True, text=True).stdout
+    assert "<VerifyReport PASS" in out and "top-1" in out
+    assert (tmp_path / "resnet18.onnx").exists() and (tmp_path / "MODEL.md").exists()

@@ -265,7 +265,13 @@ def _write_files(report, cli, path, samples, torch_out, input_names, output_name
             _np.savez(_os.path.join(tmp, ref, name + ".npz"), **dict(zip(output_names, torch_out[name])))
         with open(_os.path.join(tmp, ref, "reference.json"), "w") as f:
             _json.dump({"source": f"PyTorch {torch.__version__} (onyx.torch.verify)"}, f)
-        cmd = [cli, "parity", _os.path.abspath(path), "--inputs", ins, "--reference", ref, "--rtol", repr(report.rtol), "--atol",
+        # The model by its file name (a link in tmp), so parity.json names no folder of this machine.
+        model_arg = _os.path.basename(path)
+        try:
+            _os.symlink(_os.path.abspath(path), _os.path.join(tmp, model_arg))
+        except OSError:
+            model_arg = _os.path.abspath(path)
+        cmd = [cli, "parity", model_arg, "--inputs", ins, "--reference", ref, "--rtol", repr(report.rtol), "--atol",
                repr(report.atol), "--json"] + decode_args
         res = _subprocess.run(cmd, stdout=_subprocess.PIPE, stderr=_subprocess.PIPE, text=True, cwd=tmp)
         parity = _json.loads(res.stdout) if res.stdout.strip().startswith("{") else None
