@@ -9,7 +9,8 @@ v2 (crnn-digits-v2.pt from `train.py --version 2`) goes to v2/ with the same fil
 its accuracy is measured on the independent sets (eval_printed.py, eval_drawn.py) for v2
 and for v1 side by side, instead of evaluate.py's fresh synth.py crops.
 
-Reads crnn-digits.pt (train.py) and writes, next to this file:
+Reads crnn-digits.pt (train.py) and exports it with onyx.torch.verify (the module of the
+build folder holding --onyx: build/python), which writes, next to this file:
 - crnn-digits-v1-opset17.onnx   torch.onnx.export at opset 17; input `input` [N, 1, 32, W],
                                 output `logits` [N, T, 11] with N, W (and T = W div 4) dynamic
 - reference/images/NNNN.png     200 crops (seed 7, not used in training)
@@ -17,10 +18,12 @@ Reads crnn-digits.pt (train.py) and writes, next to this file:
                                 from preprocess.py's tensor of the PNG as written
 - reference/labels.tsv          file, true string, PyTorch greedy and beam-search decodings
 - meta.json                     the contract (preprocessing, alphabet, versions, date)
-- parity.json                   `onyx parity` of onyx against the PyTorch logits
+- parity.json                   `onyx parity` of onyx against PyTorch on the 200 reference
+                                tensors, a zero crop and a wider batch of 2 (verify's samples)
 - MODEL.md                      `onyx card` of the model, with the accuracy measured by
                                 evaluate.py (1,000 fresh crops read by `onyx ocr`)
-- v2 only: parity-onnxruntime.json, `onyx parity` against onnxruntime-node (node and
+- v2 only: parity-onnxruntime.json, `onyx parity` against onnxruntime-node on the tensors
+  `onyx ocr` makes from the PNGs (node and
   node_modules/onnxruntime-node, as tests/models/crnn_digits_test.py uses them)
 """
 import argparse
