@@ -147,7 +147,7 @@ def write_meta(path, opset):
             "alphabet": synth.ALPHABET,
             "blank": BLANK,
             "layout": "[N, T, C], T = W div 4 frames",
-            "decoder": f"greedy (default) or prefix beam search (width {BEAM_WIDTH}); src/post/ctc.h",
+            "decoder": f"greedy (default) or prefix beam search (width {BEAM_WIDTH}); src/post/ctc.cc",
         },
         "outside_graph": [
             "PNG decoding, gray conversion, resize to height 32 and normalisation (preprocessing above)",

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "image/preprocess.h"
+#include "onyx/preprocess.h"
 
 namespace onyx::image {
 

@@ -1,4 +1,4 @@
-#include "image/preprocess.h"
+#include "onyx/preprocess.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "post/boxes.h"
+#include "onyx/boxes.h"
 
 #include <algorithm>
 #include <cmath>

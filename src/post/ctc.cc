@@ -1,4 +1,4 @@
-#include "post/ctc.h"
+#include "onyx/ctc.h"
 
 #include <algorithm>
 #include <cmath>

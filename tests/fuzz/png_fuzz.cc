@@ -7,7 +7,7 @@
 
 #include "fuzz_util.h"
 #include "image/png.h"
-#include "image/preprocess.h"
+#include "onyx/preprocess.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   onyx::fuzz::expect_error_only([&] {

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "onyx/error.h"
-#include "post/boxes.h"
+#include "onyx/boxes.h"
 
 namespace onyx::post {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "onyx/error.h"
-#include "post/ctc.h"
+#include "onyx/ctc.h"
 
 namespace onyx::post {
 namespace {

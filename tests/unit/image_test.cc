@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "image/png.h"
-#include "image/preprocess.h"
+#include "onyx/preprocess.h"
 #include "onyx/error.h"
 
 namespace onyx::image {

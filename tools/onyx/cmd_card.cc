@@ -15,7 +15,7 @@
 #include "base/sha256.h"
 #include "format/loader.h"
 #include "ir/graph.h"
-#include "post/ctc.h"
+#include "onyx/ctc.h"
 #include "tools/onyx/commands.h"
 #include "tools/onyx/parity_report.h"
 #include "tools/onyx/util.h"

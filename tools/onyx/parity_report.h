@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "post/boxes.h"
+#include "onyx/boxes.h"
 
 namespace onyx::cli {
 

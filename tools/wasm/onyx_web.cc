@@ -17,11 +17,11 @@
 
 #include "check/validate.h"
 #include "format/loader.h"
-#include "image/preprocess.h"
+#include "onyx/preprocess.h"
 #include "ir/graph.h"
 #include "onyx/error.h"
 #include "onyx/session.h"
-#include "post/ctc.h"
+#include "onyx/ctc.h"
 #include "runtime/session_internal.h"
 
 using namespace onyx;

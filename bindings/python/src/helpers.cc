@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "image/preprocess.h"
+#include "onyx/preprocess.h"
 #include "module.h"
-#include "post/boxes.h"
-#include "post/ctc.h"
+#include "onyx/boxes.h"
+#include "onyx/ctc.h"
 
 namespace py = pybind11;
 
