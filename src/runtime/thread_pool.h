@@ -1,7 +1,15 @@
 // A fixed pool of worker threads with a blocking parallel_for that any number of threads
 // may call at once (several Session::run calls sharing one session's pool, or a kernel
 // calling parallel_for from inside a chunk of another).
+//
+// Waking is cheap when the pool is busy: a worker that finishes a job spins for a while
+// (bounded: a pause instruction, then yielding, then it blocks) on an atomic epoch, so the
+// next parallel_for of a run finds it awake and costs no system call; chunks are claimed
+// with an atomic counter, and the caller waits for its helpers by spinning before it
+// blocks. When the workers find the CPUs oversubscribed (they wait for a CPU more than
+// they run), nobody spins: everyone blocks at once, as a pool without spinning would.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -15,7 +23,8 @@ namespace onyx {
 
 class ThreadPool {
  public:
-  /// `threads` <= 1 runs everything on the calling thread.
+  /// `threads` <= 1 runs everything on the calling thread (as does a WebAssembly build
+  /// without pthreads, whatever `threads` is).
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -23,35 +32,50 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
   /// Splits [0, n) into contiguous chunks and runs fn(begin, end) on them in parallel;
-  /// returns when all are done. The first exception thrown by fn is rethrown.
+  /// returns when all are done. The first exception thrown by fn is rethrown (the other
+  /// chunks still run).
   /// Safe to call from several threads at once and from inside fn: each call is its own
   /// job, the caller works on its own job's chunks (so it never waits on a job that
   /// nobody runs) and idle workers help whichever job is oldest.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
+  /// The grain rule: how many chunks a job of `work` (an estimate, in any unit: multiply-
+  /// adds, elements) is worth spreading over, where a chunk should hold at least
+  /// `min_chunk` of it (some microseconds: handing a chunk to an awake worker costs well
+  /// under one, waking a sleeping one a few). At most `n` (the items there are to split)
+  /// and 4 per thread; 1 on a single thread or when the work is below two chunks' worth.
+  int64_t chunks_for(int64_t n, double work, double min_chunk) const;
+
  private:
-  /// One parallel_for call. Lives on the caller's stack; every field but `fn`, `n` and
-  /// `chunk` is guarded by the pool's mutex.
+  /// One parallel_for call. Lives on the caller's stack; it is in queue_ from its
+  /// publication until its last chunk is claimed, and the caller returns only when it
+  /// is out of queue_ and no worker is inside it (`helpers` == 0).
   struct Job {
     const std::function<void(int64_t, int64_t)>* fn = nullptr;
     int64_t n = 0, chunk = 1;
-    int64_t next = 0;       ///< first item not yet claimed
-    int64_t finished = 0;   ///< items whose chunk has returned
-    std::exception_ptr error;
+    std::atomic<int64_t> next{0};  ///< first item not yet claimed
+    std::atomic<int> helpers{0};   ///< workers that joined and have not left
+    std::exception_ptr error;      ///< guarded by mu_ until helpers is 0
   };
-  /// Claims the next chunk of `job` (lock held); false when none is left. Takes the job
-  /// off the queue once its last chunk is claimed.
+  /// Claims the next chunk; false when none is left. The thread that claims the last
+  /// chunk takes the job off the queue.
   bool claim(Job& job, int64_t& b, int64_t& e);
-  /// Runs fn on [b, e) without the lock, then records the result (lock re-taken).
-  void run_chunk(std::unique_lock<std::mutex>& lock, Job& job, int64_t b, int64_t e);
+  /// Runs every chunk of `job` it can claim; the first exception is kept in `err`.
+  void run_chunks(Job& job, std::exception_ptr& err);
+  /// First queued job with chunks left (mu_ held), or null.
+  Job* pick();
   void worker_loop();
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
-  std::condition_variable work_cv_;  ///< a job was queued, or stop
-  std::condition_variable done_cv_;  ///< some job's chunks all returned
-  std::deque<Job*> queue_;           ///< jobs with chunks left to claim, oldest first
-  bool stop_ = false;
+  std::condition_variable work_cv_;  ///< epoch_ moved, or stop (for sleeping workers)
+  std::condition_variable done_cv_;  ///< a job's last helper left (for blocked callers)
+  std::deque<Job*> queue_;           ///< guarded by mu_: jobs with chunks left, oldest first
+  std::atomic<uint64_t> epoch_{0};   ///< bumped (under mu_) each time a job is queued
+  std::atomic<int> blocked_callers_{0};  ///< callers blocked on done_cv_
+  int sleepers_ = 0;                 ///< guarded by mu_: workers blocked on work_cv_
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> contended_{false};  ///< the workers see the CPUs oversubscribed: no spinning
 };
 
 }  // namespace onyx

@@ -12,15 +12,14 @@
 namespace onyx::kernels::cpu {
 
 /// Runs fn(begin, end) over [0, n) in contiguous blocks of at least `grain` items, on
-/// the pool when that gives more than one block (at most 4 per thread), else on the
-/// calling thread. `grain` is chosen per kernel so that a block is some tens of
+/// the pool when that gives more than one block (at most 4 per thread: the pool's
+/// chunks_for), else on the calling thread. `grain` is chosen per kernel so that a block is some tens of
 /// microseconds of work: small tensors never pay for waking a thread.
 template <typename F>
 void parallel_blocks(ThreadPool* pool, int64_t n, int64_t grain, F&& fn) {
   if (n <= 0) return;
-  const int64_t threads = pool ? pool->size() : 1;
-  const int64_t blocks = std::min(n / std::max<int64_t>(grain, 1), 4 * threads);
-  if (threads <= 1 || blocks <= 1) {
+  const int64_t blocks = pool ? pool->chunks_for(n, double(n), double(grain)) : 1;
+  if (blocks <= 1) {
     fn(int64_t{0}, n);
     return;
   }

@@ -105,6 +105,8 @@ void fallback(KernelFn reference, KernelContext& ctx) {
 
 // A batch of GEMMs smaller than this (multiply-adds each) runs one GEMM per thread.
 constexpr int64_t kSmallGemm = int64_t{1} << 20;
+// Least multiply-adds per chunk of such a batch (some microseconds).
+constexpr int64_t kThreadedBatch = int64_t{1} << 17;
 
 class MatMulKernel final : public Kernel {
  public:
@@ -183,12 +185,20 @@ class MatMulKernel final : public Kernel {
 
  private:
   /// Runs fn(t, pool) for each of nb GEMMs: spread over the threads (each GEMM on one)
-  /// when they are many and small, else one after the other, each on the pool.
+  /// when they are many and small (in chunks of kThreadedBatch multiply-adds at least: a
+  /// batch smaller than that in all stays on this thread), else one after the other, each
+  /// on the pool.
   template <typename F>
   static void for_batches(ThreadPool* pool, int64_t nb, int64_t work, const F& fn) {
     if (pool && pool->size() > 1 && nb > 1 && work < kSmallGemm) {
-      pool->parallel_for(nb, [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t) fn(t, nullptr);
+      const int64_t chunks =
+          pool->chunks_for(nb, double(nb) * double(work), double(kThreadedBatch));
+      if (chunks <= 1) {
+        for (int64_t t = 0; t < nb; ++t) fn(t, nullptr);
+        return;
+      }
+      pool->parallel_for(chunks, [&](int64_t c0, int64_t c1) {
+        for (int64_t t = c0 * nb / chunks; t < c1 * nb / chunks; ++t) fn(t, nullptr);
       });
       return;
     }
