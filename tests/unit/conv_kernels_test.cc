@@ -424,6 +424,10 @@ std::vector<ConvCase> chosen_cases() {
   add(1, 12, 12, 12, {21, 39}, {5, 5}, {2, 2}, {2, 1, 2, 1});       // depthwise 5x5 stride 2
   add(1, 8, 8, 8, {23, 35}, {3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 2});  // depthwise dilated
   add(2, 6, 12, 6, {15, 33}, {3, 3}, {1, 1}, {1, 1, 1, 1});         // channel multiplier 2
+  add(1, 16, 16, 16, {40, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1});        // depthwise, rows of 3
+  add(1, 10, 10, 10, {31, 5}, {3, 3}, {2, 2}, {1, 1, 1, 1});        // depthwise, rows of 3, s2
+  add(2, 9, 9, 9, {23, 9}, {3, 3}, {1, 1}, {1, 1, 1, 1});           // depthwise, rows of 9
+  add(1, 7, 7, 7, {11, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});           // depthwise 1x1, rows of 1
   add(1, 512, 64, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1, 1, 1});         // deep, small image
   add(1, 64, 64, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2});  // dilated 3x3 (im2col)
   return v;
