@@ -379,6 +379,27 @@ TEST(ConvKernels, LargeShapesMatchReference) {
   EXPECT_GT(runs, 12);
 }
 
+/// Few input channels and wide rows: the direct implicit-GEMM path (conv_direct.cc) at
+/// every stride, dilation, pad and auto_pad.
+TEST(ConvKernels, DirectShapesMatchReference) {
+  std::mt19937 rng(107);
+  int runs = 0;
+  for (int it = 0; it < 120; ++it) {
+    ConvCase cc = random_case(rng, it, false);
+    if (cc.nsp() != 2) continue;
+    std::uniform_int_distribution<int> wide(32, 90), cin(1, 6);
+    cc.group = it % 4 == 2 ? 2 : 1;
+    cc.c = cin(rng) * cc.group;
+    cc.m = (cc.m / cc.group + 1) * cc.group;
+    cc.in[1] = wide(rng);
+    if (cc.y_dims().empty()) continue;
+    ++runs;
+    check_conv(cc, rng);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(runs, 60);
+}
+
 /// Shapes picked to reach each algorithm: Winograd (3x3 stride 1, >= 8 channels per
 /// group, >= 8 tiles), pointwise (1x1 stride 1, no pads; odd widths leave a partial last
 /// panel), depthwise at strides 1/2 and 3x3/5x5 with dilations, the one-channel first
@@ -415,8 +436,12 @@ std::vector<ConvCase> chosen_cases() {
   add(1, 24, 144, 1, {14, 15}, {1, 1}, {1, 1}, {0, 0, 0, 0});       // pointwise, partial panel
   add(3, 17, 5, 1, {9, 11}, {1, 1}, {1, 1}, {0, 0, 0, 0});          // pointwise, batch 3
   add(1, 64, 128, 1, {14, 14}, {1, 1}, {2, 2}, {0, 0, 0, 0});       // strided 1x1 (im2col)
-  add(1, 3, 64, 1, {37, 41}, {7, 7}, {2, 2}, {3, 3, 3, 3});         // ResNet stem
-  add(1, 3, 32, 1, {33, 30}, {3, 3}, {2, 2}, {1, 1, 1, 1});         // MobileNet stem
+  add(1, 3, 64, 1, {37, 41}, {7, 7}, {2, 2}, {3, 3, 3, 3});         // ResNet stem (im2col)
+  add(1, 3, 64, 1, {39, 80}, {7, 7}, {2, 2}, {3, 3, 3, 3});         // ResNet stem (direct)
+  add(1, 3, 32, 1, {33, 30}, {3, 3}, {2, 2}, {1, 1, 1, 1});         // MobileNet stem (im2col)
+  add(1, 3, 32, 1, {21, 70}, {3, 3}, {2, 2}, {1, 1, 1, 1});         // MobileNet stem (direct)
+  add(1, 3, 16, 1, {9, 67}, {3, 3}, {2, 2}, {0, 1, 1, 0});          // direct, odd, asymmetric
+  add(2, 4, 8, 2, {7, 40}, {3, 3}, {1, 1}, {1, 1, 1, 1});           // direct per group
   add(1, 1, 16, 1, {32, 53}, {3, 3}, {1, 1}, {1, 1, 1, 1});         // one input channel
   add(1, 32, 32, 32, {29, 29}, {3, 3}, {1, 1}, {1, 1, 1, 1});       // depthwise
   add(1, 40, 40, 40, {30, 31}, {3, 3}, {2, 2}, {1, 1, 1, 1});       // depthwise stride 2

@@ -10,6 +10,8 @@
 //    block straight into the GEMM's panel layout;
 //  - Winograd F(2x2, 3x3) or F(4x4, 3x3) for 2-D 3x3 stride-1 convolutions with enough
 //    channels (conv_winograd.cc);
+//  - a direct 2-D implicit GEMM over a padded, phase-split copy of the input rows for few
+//    taps (the C = 3 first layer of a CNN; conv_direct.cc);
 //  - direct 2-D loops for one input channel per group (depthwise, channel multipliers,
 //    the C = 1 first layer of a CNN): src/simd/depthwise.cc.
 // The GEMM reads W in place (the model's buffer, row m = output channel); Winograd's
@@ -84,6 +86,13 @@ void conv_parallel(ThreadPool* pool, int64_t n, double work,
 /// im2col + GEMM (any rank; pointwise convolutions read X in place); w is W as given
 /// ([maps, kdepth] row-major). conv_im2col.cc.
 void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool);
+
+/// True when conv_direct is worth it for the shape (2-D, not pointwise, output rows of a
+/// few panels, few taps).
+bool direct_suits(const ConvShape& s);
+/// Direct 2-D convolution as an implicit GEMM over a padded copy of the input rows
+/// (conv_direct.cc); w is W as given.
+void conv_direct(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool);
 
 /// True when conv_winograd takes the shape (2-D, 3x3, stride 1, dilation 1) and is worth it.
 bool winograd_suits(const ConvShape& s);
