@@ -186,6 +186,10 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, Thre
       float* yt = yg + m0 * OS + j0;  // row m0 of the tile
       ep.ldz = OS;
       ep.act = io.act;
+      if (pointwise && cols == 1 && g.in_size == 1) {  // X is one vector per image
+        simd::conv_gemv(K, wg, K, m0, m1, xg, yt, OS, &ep);
+        continue;
+      }
       if (pointwise) {
         gemm_rows_in_place(K, wg, K, m0, m1, xg + j0, g.in_size, cols, yt, OS, &ep, panels);
         continue;
