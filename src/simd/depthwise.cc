@@ -32,57 +32,102 @@ int64_t DwLanes() {
   return static_cast<int64_t>(hn::Lanes(d));
 }
 
-/// One output row: tap t reads the padded buffer at src + offs[t] + ox (padded rows hold
-/// sw column phases, so every tap reads a contiguous run; a phase leaves room for a whole
-/// last vector). The sum starts at bias, gets the residual row z (may be null) and the
-/// activation, and is stored once.
-void DwRow(const float* src, const int64_t* offs, const float* wc, int64_t taps, float bias,
-           const float* z, const Activation& act, float* yrow, int64_t ow) {
+/// Output rows [0, nrows) of one output channel: row r reads the padded buffer at src +
+/// r * src_step + offs[t] + ox for tap t (padded rows hold sw column phases, so every tap
+/// reads a contiguous run; a phase leaves room for a whole last vector). The sum starts at
+/// bias, gets the residual row z (may be null) and the activation, and is stored once.
+/// y and z rows are ow apart. A row stores whole vectors past ow, into the rows after it,
+/// which are written later (Y never aliases Z or X), but never past the last row of the
+/// call. kTaps > 0: the
+/// tap count known at compile time, the weights held in registers.
+template <int kTaps>
+HWY_INLINE void DwRowsImpl(const float* src, int64_t src_step, const int64_t* offs, const float* wc,
+                           int64_t taps_rt, float bias, const float* z, const Activation& act,
+                           float* y, int64_t ow, int64_t nrows) {
   const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const auto vb = hn::Set(d, bias);
-  int64_t ox = 0;
-  for (; ox + 4 * L <= ow; ox += 4 * L) {
-    auto a0 = vb, a1 = vb, a2 = vb, a3 = vb;
-    for (int64_t t = 0; t < taps; ++t) {
-      const auto wv = hn::Set(d, wc[t]);
-      const float* s = src + offs[t] + ox;
-      a0 = hn::MulAdd(wv, hn::LoadU(d, s), a0);
-      a1 = hn::MulAdd(wv, hn::LoadU(d, s + L), a1);
-      a2 = hn::MulAdd(wv, hn::LoadU(d, s + 2 * L), a2);
-      a3 = hn::MulAdd(wv, hn::LoadU(d, s + 3 * L), a3);
-    }
-    if (z) {
-      a0 = hn::Add(a0, hn::LoadU(d, z + ox));
-      a1 = hn::Add(a1, hn::LoadU(d, z + ox + L));
-      a2 = hn::Add(a2, hn::LoadU(d, z + ox + 2 * L));
-      a3 = hn::Add(a3, hn::LoadU(d, z + ox + 3 * L));
-    }
-    hn::StoreU(ApplyAct(d, a0, act), d, yrow + ox);
-    hn::StoreU(ApplyAct(d, a1, act), d, yrow + ox + L);
-    hn::StoreU(ApplyAct(d, a2, act), d, yrow + ox + 2 * L);
-    hn::StoreU(ApplyAct(d, a3, act), d, yrow + ox + 3 * L);
-  }
-  for (; ox < ow; ox += L) {
-    // Two chains (even and odd taps) so the FMAs of one vector overlap.
-    auto a0 = vb, a1 = hn::Zero(d);
-    int64_t t = 0;
-    for (; t + 2 <= taps; t += 2) {
-      a0 = hn::MulAdd(hn::Set(d, wc[t]), hn::LoadU(d, src + offs[t] + ox), a0);
-      a1 = hn::MulAdd(hn::Set(d, wc[t + 1]), hn::LoadU(d, src + offs[t + 1] + ox), a1);
-    }
-    if (t < taps) a0 = hn::MulAdd(hn::Set(d, wc[t]), hn::LoadU(d, src + offs[t] + ox), a0);
-    a0 = hn::Add(a0, a1);
-    if (ox + L <= ow) {
-      if (z) a0 = hn::Add(a0, hn::LoadU(d, z + ox));
-      hn::StoreU(ApplyAct(d, a0, act), d, yrow + ox);
-    } else {
-      HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)] = {};
-      if (z) std::copy(z + ox, z + ow, tmp);
-      hn::Store(ApplyAct(d, hn::Add(a0, hn::Load(d, tmp)), act), d, tmp);
-      std::copy(tmp, tmp + (ow - ox), yrow + ox);
+  const int64_t taps = kTaps > 0 ? kTaps : taps_rt;
+  const V vb = hn::Set(d, bias);
+  V wv[kTaps > 0 ? kTaps : 1];
+  int64_t off[kTaps > 0 ? kTaps : 1];
+  if constexpr (kTaps > 0) {
+    for (int t = 0; t < kTaps; ++t) {
+      wv[t] = hn::Set(d, wc[t]);
+      off[t] = offs[t];
     }
   }
+  auto weight = [&](int64_t t) {
+    if constexpr (kTaps > 0)
+      return wv[t];
+    else
+      return hn::Set(d, wc[t]);
+  };
+  auto offset = [&](int64_t t) {
+    if constexpr (kTaps > 0)
+      return off[t];
+    else
+      return offs[t];
+  };
+  const int64_t whole = (ow + L - 1) / L * L;
+  for (int64_t r = 0; r < nrows; ++r) {
+    const float* sr = src + r * src_step;
+    const float* zr = z ? z + r * ow : nullptr;
+    float* yr = y + r * ow;
+    // Whole vectors may be stored up to `end`: past ow, but within the call's rows.
+    const int64_t end = std::min(whole, (nrows - r) * ow);
+    int64_t ox = 0;
+    for (; ox + 4 * L <= end; ox += 4 * L) {
+      V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+      for (int64_t t = 0; t < taps; ++t) {
+        const V wt = weight(t);
+        const float* p = sr + offset(t) + ox;
+        a0 = hn::MulAdd(wt, hn::LoadU(d, p), a0);
+        a1 = hn::MulAdd(wt, hn::LoadU(d, p + L), a1);
+        a2 = hn::MulAdd(wt, hn::LoadU(d, p + 2 * L), a2);
+        a3 = hn::MulAdd(wt, hn::LoadU(d, p + 3 * L), a3);
+      }
+      if (zr) {
+        a0 = hn::Add(a0, hn::LoadU(d, zr + ox));
+        a1 = hn::Add(a1, hn::LoadU(d, zr + ox + L));
+        a2 = hn::Add(a2, hn::LoadU(d, zr + ox + 2 * L));
+        a3 = hn::Add(a3, hn::LoadU(d, zr + ox + 3 * L));
+      }
+      hn::StoreU(ApplyAct(d, a0, act), d, yr + ox);
+      hn::StoreU(ApplyAct(d, a1, act), d, yr + ox + L);
+      hn::StoreU(ApplyAct(d, a2, act), d, yr + ox + 2 * L);
+      hn::StoreU(ApplyAct(d, a3, act), d, yr + ox + 3 * L);
+    }
+    for (; ox < ow; ox += L) {
+      // Two chains (even and odd taps) so the FMAs of one vector overlap.
+      V a0 = vb, a1 = hn::Zero(d);
+      int64_t t = 0;
+      for (; t + 2 <= taps; t += 2) {
+        a0 = hn::MulAdd(weight(t), hn::LoadU(d, sr + offset(t) + ox), a0);
+        a1 = hn::MulAdd(weight(t + 1), hn::LoadU(d, sr + offset(t + 1) + ox), a1);
+      }
+      if (t < taps) a0 = hn::MulAdd(weight(t), hn::LoadU(d, sr + offset(t) + ox), a0);
+      a0 = hn::Add(a0, a1);
+      if (ox + L <= end) {
+        if (zr) a0 = hn::Add(a0, hn::LoadU(d, zr + ox));
+        hn::StoreU(ApplyAct(d, a0, act), d, yr + ox);
+      } else {
+        HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)] = {};
+        if (zr) std::copy(zr + ox, zr + ow, tmp);
+        hn::Store(ApplyAct(d, hn::Add(a0, hn::Load(d, tmp)), act), d, tmp);
+        std::copy(tmp, tmp + (ow - ox), yr + ox);
+      }
+    }
+  }
+}
+
+void DwRows(const float* src, int64_t src_step, const int64_t* offs, const float* wc, int64_t taps,
+            float bias, const float* z, const Activation& act, float* y, int64_t ow,
+            int64_t nrows) {
+  if (taps == 9)
+    DwRowsImpl<9>(src, src_step, offs, wc, taps, bias, z, act, y, ow, nrows);
+  else
+    DwRowsImpl<0>(src, src_step, offs, wc, taps, bias, z, act, y, ow, nrows);
 }
 
 /// even[q] = src[2q], odd[q] = src[2q + 1] for q in [0, n).
@@ -110,12 +155,12 @@ HWY_AFTER_NAMESPACE();
 namespace onyx::simd {
 
 HWY_EXPORT(DwLanes);
-HWY_EXPORT(DwRow);
+HWY_EXPORT(DwRows);
 HWY_EXPORT(DwDeinterleave2);
 
 void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
   const int64_t L = HWY_DYNAMIC_DISPATCH(DwLanes)();
-  const auto row_fn = HWY_DYNAMIC_DISPATCH(DwRow);
+  const auto rows_fn = HWY_DYNAMIC_DISPATCH(DwRows);
   const auto deint = HWY_DYNAMIC_DISPATCH(DwDeinterleave2);
   const int64_t ih = a.ih, iw = a.iw, oh = a.oh, ow = a.ow, kh = a.kh, kw = a.kw;
   const int64_t sh = a.sh, sw = a.sw, dh = a.dh, dw = a.dw, ph = a.ph, pw = a.pw;
@@ -148,7 +193,9 @@ void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
   const int64_t threads = pool ? pool->size() : 1;
   const double work = static_cast<double>(planes * a.mult) * static_cast<double>(oh * ow) *
                       static_cast<double>(taps);
-  const bool parallel = threads > 1 && work >= double(1 << 16);
+  // Below about half a million multiply-adds (some tens of microseconds) waking the
+  // workers costs about what it saves.
+  const bool parallel = threads > 1 && work >= double(1 << 19);
   int64_t rblocks = 1;
   if (parallel && planes < 4 * threads) rblocks = std::min(oh, (4 * threads + planes - 1) / planes);
   const int64_t rows_per = (oh + rblocks - 1) / rblocks;
@@ -190,11 +237,9 @@ void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
         const int64_t m = c * a.mult + k, ym = (n * a.channels * a.mult + m) * oh * ow;
         const float* wc = a.w + m * taps;
         const float b = a.ep.bias ? a.ep.bias[m] : 0.0f;
-        for (int64_t oy = oy0; oy < oy1; ++oy) {
-          const int64_t yo = ym + oy * ow;
-          row_fn(pad.data() + (oy - oy0) * sh * rs, offs.data(), wc, taps, b,
-                 a.ep.z ? a.ep.z + yo : nullptr, a.ep.act, a.y + yo, ow);
-        }
+        const int64_t yo = ym + oy0 * ow;
+        rows_fn(pad.data(), sh * rs, offs.data(), wc, taps, b, a.ep.z ? a.ep.z + yo : nullptr,
+                a.ep.act, a.y + yo, ow, oy1 - oy0);
       }
     }
   };

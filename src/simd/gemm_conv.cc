@@ -240,6 +240,52 @@ void ConvGemm(const ConvGemmArgs& g) {
   }
 }
 
+/// y[(m - m0) * ldy] = sum over p < K of a[m * lda + p] * x[p], four rows at a time so each
+/// x vector is loaded once per four rows.
+void Gemv(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const float* x, float* y,
+          int64_t ldy) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t kv = K - K % L;
+  int64_t m = m0;
+  for (; m + 4 <= m1; m += 4) {
+    const float* r0 = a + m * lda;
+    const float* r1 = r0 + lda;
+    const float* r2 = r1 + lda;
+    const float* r3 = r2 + lda;
+    VF s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+    for (int64_t p = 0; p < kv; p += L) {
+      const VF xv = hn::LoadU(d, x + p);
+      s0 = hn::MulAdd(hn::LoadU(d, r0 + p), xv, s0);
+      s1 = hn::MulAdd(hn::LoadU(d, r1 + p), xv, s1);
+      s2 = hn::MulAdd(hn::LoadU(d, r2 + p), xv, s2);
+      s3 = hn::MulAdd(hn::LoadU(d, r3 + p), xv, s3);
+    }
+    float t0 = hn::GetLane(hn::SumOfLanes(d, s0)), t1 = hn::GetLane(hn::SumOfLanes(d, s1)),
+          t2 = hn::GetLane(hn::SumOfLanes(d, s2)), t3 = hn::GetLane(hn::SumOfLanes(d, s3));
+    for (int64_t p = kv; p < K; ++p) {
+      t0 += r0[p] * x[p];
+      t1 += r1[p] * x[p];
+      t2 += r2[p] * x[p];
+      t3 += r3[p] * x[p];
+    }
+    float* yr = y + (m - m0) * ldy;
+    yr[0] = t0;
+    yr[ldy] = t1;
+    yr[2 * ldy] = t2;
+    yr[3 * ldy] = t3;
+  }
+  for (; m < m1; ++m) {
+    const float* r0 = a + m * lda;
+    VF s0 = hn::Zero(d);
+    for (int64_t p = 0; p < kv; p += L)
+      s0 = hn::MulAdd(hn::LoadU(d, r0 + p), hn::LoadU(d, x + p), s0);
+    float t0 = hn::GetLane(hn::SumOfLanes(d, s0));
+    for (int64_t p = kv; p < K; ++p) t0 += r0[p] * x[p];
+    y[(m - m0) * ldy] = t0;
+  }
+}
+
 void ApplyEpilogue(float* y, int64_t rows, int64_t cols, int64_t ldy, const Epilogue& ep) {
   for (int64_t i = 0; i < rows; ++i)
     EpilogueRow(y + i * ldy, ep.z ? ep.z + i * ep.ldz : nullptr, cols, ep.bias ? ep.bias[i] : 0.0f,
@@ -262,6 +308,7 @@ namespace onyx::simd {
 
 HWY_EXPORT(ConvGemm);
 HWY_EXPORT(ApplyEpilogue);
+HWY_EXPORT(Gemv);
 HWY_EXPORT(MR);
 HWY_EXPORT(Lanes);
 
@@ -288,6 +335,13 @@ void conv_gemm(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, c
   }
   const ConvGemmArgs g{K, a, lda, m0, m1, b, N, C, ldc, accumulate, ep};
   HWY_DYNAMIC_DISPATCH(ConvGemm)(g);
+}
+
+void conv_gemv(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const float* x,
+               float* y, int64_t ldy, const Epilogue* ep) {
+  if (m1 <= m0) return;
+  HWY_DYNAMIC_DISPATCH(Gemv)(K, a, lda, m0, m1, x, y, ldy);
+  if (ep) apply_epilogue(y, m1 - m0, 1, ldy, *ep);
 }
 
 void apply_epilogue(float* y, int64_t rows, int64_t cols, int64_t ldy, const Epilogue& ep) {

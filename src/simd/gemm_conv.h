@@ -40,4 +40,11 @@ struct BMatrix {
 void conv_gemm(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const BMatrix& b,
                int64_t N, float* C, int64_t ldc, bool accumulate, const Epilogue* ep);
 
+/// The one-column case of conv_gemm (a 1x1 convolution of a 1x1 image, e.g. the
+/// squeeze-excite convolutions after a global pooling): y[(m - m0) * ldy] for rows [m0, m1)
+/// = a[m, :] . x[0, K), then the epilogue (bias and z indexed from row m0, z row stride
+/// ep->ldz). Dot products along K instead of a GEMM panel that would be 1 / NR used.
+void conv_gemv(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const float* x,
+               float* y, int64_t ldy, const Epilogue* ep);
+
 }  // namespace onyx::simd

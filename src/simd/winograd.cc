@@ -1,12 +1,19 @@
-// Winograd F(4x4, 3x3) transforms (see winograd.h), compiled once per SIMD target through
-// Highway's foreach_target.h.
+// Winograd F(4x4, 3x3) and F(2x2, 3x3) transforms (see winograd.h), compiled once per SIMD
+// target through Highway's foreach_target.h.
 //
+// F(4x4, 3x3):
 //   B^T = | 4  0 -5  0  1  0 |   G = |  1/4     0     0 |   A^T = | 1  1  1  1  1  0 |
 //         | 0 -4 -4  1  1  0 |       | -1/6  -1/6  -1/6 |         | 0  1 -1  2 -2  0 |
 //         | 0  4 -4 -1  1  0 |       | -1/6   1/6  -1/6 |         | 0  1  1  4  4  0 |
 //         | 0 -2 -1  2  1  0 |       | 1/24  1/12   1/6 |         | 0  1 -1  8 -8  1 |
 //         | 0  2 -1 -2  1  0 |       | 1/24 -1/12   1/6 |
 //         | 0  4  0 -5  0  1 |       |    0     0     1 |
+//
+// F(2x2, 3x3):
+//   B^T = | 1  0 -1  0 |   G = |   1    0    0 |   A^T = | 1  1  1  0 |
+//         | 0  1  1  0 |       | 1/2  1/2  1/2 |         | 0  1 -1 -1 |
+//         | 0 -1  1  0 |       | 1/2 -1/2  1/2 |
+//         | 0  1  0 -1 |       |   0    0    1 |
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/winograd.cc"
 #if defined(__EMSCRIPTEN__) && !defined(HWY_COMPILE_ONLY_STATIC)
@@ -58,6 +65,20 @@ HWY_INLINE void AT6(DF d, const VF* s, VF* out) {
   out[1] = hn::MulAdd(hn::Set(d, 2.0f), e, b);
   out[2] = hn::MulAdd(hn::Set(d, 4.0f), c, a);
   out[3] = hn::Add(hn::MulAdd(hn::Set(d, 8.0f), e, b), s[5]);
+}
+
+/// out = B^T s for F(2x2, 3x3) (one 4-vector).
+HWY_INLINE void BT4(const VF* s, VF* out) {
+  out[0] = hn::Sub(s[0], s[2]);
+  out[1] = hn::Add(s[1], s[2]);
+  out[2] = hn::Sub(s[2], s[1]);
+  out[3] = hn::Sub(s[1], s[3]);
+}
+
+/// out = A^T s for F(2x2, 3x3) (4 -> 2).
+HWY_INLINE void AT4(const VF* s, VF* out) {
+  out[0] = hn::Add(hn::Add(s[0], s[1]), s[2]);
+  out[1] = hn::Sub(hn::Sub(s[1], s[2]), s[3]);
 }
 
 int64_t WinoLanes() {
@@ -145,6 +166,89 @@ void WinoOutput(const float* m, int64_t xi_stride, int64_t n, float bias, const 
   (void)n;
 }
 
+/// Stores out (one transformed position of n tiles) into the panel layout of WinoInput.
+HWY_INLINE void StorePanel(DF d, VF out, float* dst, bool whole, int64_t n, int64_t n1,
+                           int64_t lane, int64_t panel_stride) {
+  if (whole) {
+    hn::StoreU(out, d, dst);
+    return;
+  }
+  HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
+  hn::Store(out, d, tmp);
+  std::memcpy(dst, tmp, static_cast<size_t>(n1) * sizeof(float));
+  if (n1 < n)
+    std::memcpy(dst - lane + panel_stride, tmp + n1, static_cast<size_t>(n - n1) * sizeof(float));
+}
+
+void WinoInput2(const float* const rows[4], int64_t n, float* v, int64_t xi_stride,
+                int64_t panel_stride, int64_t first) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d)), NR = 2 * L;
+  VF w[4][4];  // w[r][k] = (d B)[r][k] for input row r
+  for (int r = 0; r < 4; ++r) {
+    VF s[4];
+    hn::LoadInterleaved2(d, rows[r], s[0], s[1]);  // s[j][t] = row[2t + j]
+    hn::LoadInterleaved2(d, rows[r] + 2, s[2], s[3]);
+    BT4(s, w[r]);
+  }
+  const int64_t lane = first % NR;
+  float* base = v + (first / NR) * panel_stride + lane;
+  const bool whole = n == L && lane + L <= NR;
+  const int64_t n1 = std::min(n, NR - lane);
+  for (int k = 0; k < 4; ++k) {
+    VF col[4], out[4];
+    for (int r = 0; r < 4; ++r) col[r] = w[r][k];
+    BT4(col, out);
+    for (int i = 0; i < 4; ++i)
+      StorePanel(d, out[i], base + (4 * i + k) * xi_stride, whole, n, n1, lane, panel_stride);
+  }
+}
+
+void WinoOutput2(const float* m, int64_t xi_stride, const float bias, const float* z, int64_t ldz,
+                 const Activation& act, float* y, int64_t ldy, int64_t rows, int64_t cols) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  VF t[2][4];  // t[i][j] = (A^T M)[i][j]
+  for (int j = 0; j < 4; ++j) {
+    VF s[4], out[2];
+    for (int r = 0; r < 4; ++r) s[r] = hn::LoadU(d, m + (4 * r + j) * xi_stride);
+    AT4(s, out);
+    t[0][j] = out[0];
+    t[1][j] = out[1];
+  }
+  const VF vb = hn::Set(d, bias);
+  const bool whole = cols == 2 * L;
+  HWY_ALIGN float buf[2 * HWY_MAX_BYTES / sizeof(float)];
+  for (int64_t i = 0; i < rows; ++i) {
+    VF o[2];
+    AT4(t[i], o);
+    o[0] = hn::Add(o[0], vb);
+    o[1] = hn::Add(o[1], vb);
+    if (z) {
+      const float* zr = z + i * ldz;
+      VF z0, z1;
+      if (whole) {
+        hn::LoadInterleaved2(d, zr, z0, z1);
+      } else {
+        std::fill(buf, buf + 2 * L, 0.0f);
+        std::memcpy(buf, zr, static_cast<size_t>(cols) * sizeof(float));
+        hn::LoadInterleaved2(d, buf, z0, z1);
+      }
+      o[0] = hn::Add(o[0], z0);
+      o[1] = hn::Add(o[1], z1);
+    }
+    o[0] = ApplyAct(d, o[0], act);
+    o[1] = ApplyAct(d, o[1], act);
+    float* yr = y + i * ldy;
+    if (whole) {
+      hn::StoreInterleaved2(o[0], o[1], d, yr);
+    } else {
+      hn::StoreInterleaved2(o[0], o[1], d, buf);
+      std::memcpy(yr, buf, static_cast<size_t>(cols) * sizeof(float));
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace onyx::simd
 HWY_AFTER_NAMESPACE();
@@ -155,6 +259,8 @@ namespace onyx::simd {
 HWY_EXPORT(WinoLanes);
 HWY_EXPORT(WinoInput);
 HWY_EXPORT(WinoOutput);
+HWY_EXPORT(WinoInput2);
+HWY_EXPORT(WinoOutput2);
 
 int64_t winograd_lanes() {
   static const int64_t l = HWY_DYNAMIC_DISPATCH(WinoLanes)();
@@ -170,6 +276,29 @@ void winograd_output(const float* m, int64_t xi_stride, int64_t n, float bias, c
                      int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
                      int64_t cols) {
   HWY_DYNAMIC_DISPATCH(WinoOutput)(m, xi_stride, n, bias, z, ldz, act, y, ldy, rows, cols);
+}
+
+void winograd_input2(const float* const rows[4], int64_t n, float* v, int64_t xi_stride,
+                     int64_t panel_stride, int64_t first) {
+  HWY_DYNAMIC_DISPATCH(WinoInput2)(rows, n, v, xi_stride, panel_stride, first);
+}
+
+void winograd_output2(const float* m, int64_t xi_stride, float bias, const float* z, int64_t ldz,
+                      const Activation& act, float* y, int64_t ldy, int64_t rows, int64_t cols) {
+  HWY_DYNAMIC_DISPATCH(WinoOutput2)(m, xi_stride, bias, z, ldz, act, y, ldy, rows, cols);
+}
+
+void winograd_kernel2(const float* g, double out[16]) {
+  // G g G^T with G's rows (1, 0, 0), (1, 1, 1) / 2, (1, -1, 1) / 2, (0, 0, 1).
+  auto col = [](double a, double b, double c, double* o, int step) {
+    o[0] = a;
+    o[step] = (a + b + c) * 0.5;
+    o[2 * step] = (a - b + c) * 0.5;
+    o[3 * step] = c;
+  };
+  double gg[4 * 3];  // G g, row-major 4 x 3
+  for (int j = 0; j < 3; ++j) col(g[j], g[3 + j], g[6 + j], gg + j, 3);
+  for (int i = 0; i < 4; ++i) col(gg[3 * i], gg[3 * i + 1], gg[3 * i + 2], out + 4 * i, 1);
 }
 
 void winograd_kernel(const float* g, double out[36]) {

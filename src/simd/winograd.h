@@ -1,8 +1,9 @@
-// The transforms of Winograd F(4x4, 3x3) (Lavin & Gray's points 0, +-1, +-2, infinity) on
-// Highway, vectorized across tiles: one vector holds the same element of L consecutive
-// 4x4 output tiles of a tile row. The input transform V = B^T d B takes 6x6 input patches
-// (tiles overlap by 2), the output transform Y = A^T M A gives 4x4 outputs and applies the
-// fused epilogue. The GEMMs between them (one per transform position) are simd::conv_gemm.
+// The transforms of Winograd F(4x4, 3x3) (Lavin & Gray's points 0, +-1, +-2, infinity) and
+// F(2x2, 3x3) (points 0, +-1, infinity) on Highway, vectorized across tiles: one vector
+// holds the same element of L consecutive output tiles of a tile row. The input transform V = B^T d
+// B takes 6x6 input patches (tiles overlap by 2), the output transform Y = A^T M A gives 4x4
+// outputs and applies the fused epilogue. The GEMMs between them (one per transform position) are
+// simd::conv_gemm.
 #pragma once
 #include <cstdint>
 
@@ -33,5 +34,20 @@ void winograd_output(const float* m, int64_t xi_stride, int64_t n, float bias, c
 
 /// The 6x6 transformed kernel G g G^T of a 3x3 kernel g (row-major), in double.
 void winograd_kernel(const float* g, double out[36]);
+
+// F(2x2, 3x3): the same contracts with 4x4 input patches (tiles overlap by 2), 16 transform
+// positions (xi = 4 * i + k) and 2x2 output tiles. Its transforms only add and halve, so
+// its rounding error is about that of a direct float convolution.
+
+/// Input transform of F(2x2, 3x3): rows[r] (r < 4) is input row 2 * tile_row + r -
+/// pad_top at the first tile's first column; 2 * winograd_lanes() + 2 floats are read.
+void winograd_input2(const float* const rows[4], int64_t n, float* v, int64_t xi_stride,
+                     int64_t panel_stride, int64_t first);
+/// Output transform of F(2x2, 3x3): writes rows [0, rows) (rows <= 2) and columns
+/// [0, cols) (cols <= 2 * winograd_lanes()) of the 2 x 2n block at y.
+void winograd_output2(const float* m, int64_t xi_stride, float bias, const float* z, int64_t ldz,
+                      const Activation& act, float* y, int64_t ldy, int64_t rows, int64_t cols);
+/// The 4x4 transformed kernel G g G^T of F(2x2, 3x3), in double.
+void winograd_kernel2(const float* g, double out[16]);
 
 }  // namespace onyx::simd

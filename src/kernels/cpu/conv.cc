@@ -68,7 +68,7 @@ bool parse_activation(const ir::Node& node, simd::Activation& act) {
   return true;
 }
 
-enum class Algo { kIm2col, kWinograd, kDepthwise };
+enum class Algo { kIm2col, kWinograd, kDepthwise, kDirect };
 
 class ConvKernel final : public Kernel {
  public:
@@ -229,6 +229,7 @@ bool ConvKernel::shape_of(KernelContext& ctx, ConvShape& s) const {
 Algo ConvKernel::choose(const ConvShape& s, bool w_const) const {
   if (s.g.nsp == 2 && s.cg == 1) return Algo::kDepthwise;
   if (w_const && has_wino_ && winograd_suits(s)) return Algo::kWinograd;
+  if (direct_suits(s)) return Algo::kDirect;
   return Algo::kIm2col;
 }
 
@@ -281,6 +282,9 @@ void ConvKernel::run(KernelContext& ctx) const {
     }
     case Algo::kWinograd:
       conv_winograd(s, wino_, io, pool);
+      return;
+    case Algo::kDirect:
+      conv_direct(s, wp, io, pool);
       return;
     case Algo::kIm2col:
       conv_im2col_gemm(s, wp, io, pool);

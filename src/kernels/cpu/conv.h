@@ -8,8 +8,10 @@
 //  - pointwise (1x1, stride 1, no pads): the GEMM reads X in place (conv_im2col.cc);
 //  - im2col + GEMM for any rank (conv_im2col.cc), the im2col built per tile and depth
 //    block straight into the GEMM's panel layout;
-//  - Winograd F(4x4, 3x3) for 2-D 3x3 stride-1 convolutions with enough channels
-//    (conv_winograd.cc);
+//  - Winograd F(2x2, 3x3) or F(4x4, 3x3) for 2-D 3x3 stride-1 convolutions with enough
+//    channels (conv_winograd.cc);
+//  - a direct 2-D implicit GEMM over a padded, phase-split copy of the input rows for few
+//    taps (the C = 3 first layer of a CNN; conv_direct.cc);
 //  - direct 2-D loops for one input channel per group (depthwise, channel multipliers,
 //    the C = 1 first layer of a CNN): src/simd/depthwise.cc.
 // The GEMM reads W in place (the model's buffer, row m = output channel); Winograd's
@@ -85,14 +87,25 @@ void conv_parallel(ThreadPool* pool, int64_t n, double work,
 /// ([maps, kdepth] row-major). conv_im2col.cc.
 void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool);
 
+/// True when conv_direct is worth it for the shape (2-D, not pointwise, output rows of a
+/// few panels, few taps).
+bool direct_suits(const ConvShape& s);
+/// Direct 2-D convolution as an implicit GEMM over a padded copy of the input rows
+/// (conv_direct.cc); w is W as given.
+void conv_direct(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool);
+
 /// True when conv_winograd takes the shape (2-D, 3x3, stride 1, dilation 1) and is worth it.
 bool winograd_suits(const ConvShape& s);
-/// The transformed weights of Winograd F(4x4, 3x3): per group, per transform position
-/// xi in [0, 36), the row-major [mg x cg] matrix of (G w G^T)[xi]. conv_winograd.cc.
+/// The output tile size m of the Winograd F(mxm, 3x3) used for cg input channels per
+/// group: 2 or 4 (see conv_winograd.cc for why).
+int winograd_tile(int64_t cg);
+/// The transformed weights of Winograd F(mxm, 3x3): per group, per transform position
+/// xi in [0, (m + 2)^2), the row-major [mg x cg] matrix of (G w G^T)[xi]. conv_winograd.cc.
 struct WinogradW {
   std::vector<float> data;
+  int tile = 4;              ///< m
   int64_t xi_stride = 0;     ///< floats per transform position (mg * cg)
-  int64_t group_stride = 0;  ///< floats per group (36 * xi_stride)
+  int64_t group_stride = 0;  ///< floats per group ((m + 2)^2 * xi_stride)
 };
 WinogradW winograd_weights(const float* w, int64_t group, int64_t mg, int64_t cg);
 void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, ThreadPool* pool);

@@ -41,29 +41,34 @@ void im2col_block(const WindowGeom& g, const float* xg, const std::vector<int64_
       int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
       float* dst = prow + (jj0 / nr) * kb * nr;
       int64_t r = jj0 % nr;
-      if (s_last == 1) {
-        // Zeros before and after the run of columns inside the row, a copy in between,
-        // each cut at the panel boundaries.
-        const int64_t lo = xr ? std::clamp(-ci, int64_t(0), len) : len;
-        const int64_t hi = xr ? std::clamp(in_last - ci, lo, len) : len;
-        for (int64_t i = 0; i < len;) {
-          const int64_t end = std::min({i + nr - r, i < lo ? lo : (i < hi ? hi : len), len});
-          if (i >= lo && i < hi)
-            std::copy(xr + ci + i, xr + ci + end, dst + r);
-          else
-            std::fill(dst + r, dst + r + (end - i), 0.0f);
-          r += end - i;
-          i = end;
-          if (r == nr) {
-            r = 0;
-            dst += kb * nr;
-          }
-        }
-        continue;
+      // Zeros before and after the run of columns inside the row (i in [lo, hi): column
+      // ci + i * s_last inside it), a strided copy in between, each cut at the panel
+      // boundaries.
+      int64_t lo = len, hi = len;
+      if (xr) {
+        lo = ci >= 0 ? 0 : std::min(len, (-ci + s_last - 1) / s_last);
+        hi = ci + (len - 1) * s_last < in_last
+                 ? len
+                 : std::clamp((in_last - ci + s_last - 1) / s_last, lo, len);
       }
-      for (int64_t i = 0; i < len; ++i, ci += s_last) {
-        dst[r] = xr && ci >= 0 && ci < in_last ? xr[ci] : 0.0f;
-        if (++r == nr) {
+      for (int64_t i = 0; i < len;) {
+        const int64_t end = std::min({i + nr - r, i < lo ? lo : (i < hi ? hi : len), len});
+        float* d = dst + r;
+        if (i >= lo && i < hi) {
+          const float* src = xr + ci + i * s_last;
+          const int64_t n = end - i;
+          if (s_last == 1)
+            std::copy(src, src + n, d);
+          else if (s_last == 2)
+            for (int64_t k = 0; k < n; ++k) d[k] = src[2 * k];
+          else
+            for (int64_t k = 0; k < n; ++k) d[k] = src[k * s_last];
+        } else {
+          std::fill(d, d + (end - i), 0.0f);
+        }
+        r += end - i;
+        i = end;
+        if (r == nr) {
           r = 0;
           dst += kb * nr;
         }
@@ -181,6 +186,10 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, Thre
       float* yt = yg + m0 * OS + j0;  // row m0 of the tile
       ep.ldz = OS;
       ep.act = io.act;
+      if (pointwise && cols == 1 && g.in_size == 1) {  // X is one vector per image
+        simd::conv_gemv(K, wg, K, m0, m1, xg, yt, OS, &ep);
+        continue;
+      }
       if (pointwise) {
         gemm_rows_in_place(K, wg, K, m0, m1, xg + j0, g.in_size, cols, yt, OS, &ep, panels);
         continue;
