@@ -6,7 +6,8 @@ JOBS ?= $(shell nproc)
 # Seconds per fuzz target of `make fuzz` (`make test` runs each for 30).
 FUZZ_SECONDS ?= 300
 
-.PHONY: all setup build demo test test-models test-asan test-tsan test-wasm fuzz conformance-report bench clean
+.PHONY: all setup build demo test test-models test-asan test-tsan test-wasm conformance-report bench clean \
+        web-build web test-web bench-web fuzz
 
 all: build
 
@@ -25,6 +26,7 @@ demo: build
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	@scripts/test_wasm.sh
+	@scripts/test_web.sh $(BUILD)
 	@scripts/test_tsan.sh $(BUILD)
 
 test-models: build
@@ -61,6 +63,26 @@ test-asan: setup
 test-tsan: build
 	@scripts/test_tsan.sh $(BUILD)
 
+# onyx-web (bindings/js): both WebAssembly builds (build-web/, build-web-mt/) and the
+# TypeScript package into bindings/js/dist/; `make web` serves the digit reader page (web/)
+# with COOP/COEP headers so the pthreads build is used.
+web-build: setup
+	@bindings/js/build.sh
+
+web: web-build
+	@node web/serve.mjs --build $(BUILD)
+
+# Playwright tests of the page and the package (tests/web/) in Debian's chromium; they
+# read the native CLI and the models exported by the main build's tests.
+test-web: build
+	@cd $(BUILD) && ctest -R models_export --output-on-failure >/dev/null
+	@scripts/test_web.sh $(BUILD)
+
+# onyx-web against onnxruntime-web 1.30 in headless chromium; rewrites bench/RESULTS-web.md.
+bench-web: build web-build
+	@cd $(BUILD) && ctest -R models_export --output-on-failure >/dev/null
+	@NODE_PATH=$(CURDIR)/node_modules node bench/web/run.mjs --build $(BUILD) $(BENCH_ARGS)
+
 # The libFuzzer targets of tests/fuzz (clang-16, ASan + UBSan, in build-fuzz): replays the
 # regressions, then runs each target for FUZZ_SECONDS, two at a time; the corpora grow in
 # build-fuzz/corpus.
@@ -68,4 +90,4 @@ fuzz: setup
 	@scripts/test_fuzz.sh --seconds $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-wasm
+	rm -rf $(BUILD) build-asan build-tsan build-wasm build-web build-web-mt build-fuzz bindings/js/dist

@@ -5,9 +5,12 @@
 #                      PyTorch/torchvision/onnx for the model parity test, Emscripten for
 #                      the WebAssembly build, the ONNX 1.12 node suite (libonnx-testdata),
 #                      Graphviz (SVG/HTML pictures of `onyx graph`), libspng (PNG decoding of
-#                      `onyx ocr`), PIL and fonts (the digit reader's synthetic crops), OpenBLAS
+#                      `onyx ocr`), PIL and fonts (the digit reader's synthetic crops; v2's
+#                      training fonts, and python3-cairo with the held-out fonts of its
+#                      evaluation sets), OpenBLAS
 #                      (Debian's torch and numpy are far slower on the reference BLAS),
-#                      clang-16 with libFuzzer and the sanitizer runtimes (tests/fuzz)
+#                      clang-16 + libFuzzer (fuzzing, ThreadSanitizer), pybind11 + pytest
+#                      (the Python module), chromium (browser tests of onyx-web)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +25,15 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       python3 python3-numpy python3-torch python3-torchvision python3-onnx nodejs
       libonnx-testdata emscripten graphviz libspng-dev python3-pil libopenblas0-pthread
       fonts-dejavu-core fonts-liberation2 fonts-roboto-unhinted
-      clang-16 libfuzzer-16-dev libclang-rt-16-dev)
+      fonts-liberation fonts-freefont-ttf fonts-noto-mono fonts-inconsolata fonts-crosextra-carlito
+      fonts-crosextra-caladea fonts-urw-base35 fonts-cantarell fonts-roboto-slab fonts-firacode fonts-ebgaramond
+      fonts-gnutypewriter fonts-dkg-handwriting fonts-breip fonts-rufscript fonts-humor-sans fonts-sjfonts
+      fonts-kristi fonts-bwht
+      python3-cairo fontconfig fonts-open-sans fonts-go fonts-karla fonts-cabin fonts-linuxlibertine
+      fonts-sil-charis fonts-jetbrains-mono fonts-mononoki fonts-yanone-kaffeesatz fonts-comic-neue
+      clang-16 libfuzzer-16-dev libclang-rt-16-dev
+      pybind11-dev python3-pybind11 python3-pytest python3-dev python3-pip python3-setuptools
+      python3-wheel chromium)
 # Debian's npm conflicts with NodeSource's nodejs, which ships its own npm.
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
@@ -41,9 +52,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# onnxruntime-node: the reference onyx is compared with (pinned; its CPU binary ships
-# in the package, so the GPU download of its install script is skipped).
-if [ ! -d node_modules/onnxruntime-node ] || ! grep -q '"version": "1.30.0"' node_modules/onnxruntime-node/package.json 2>/dev/null; then
+# npm packages, pinned in package.json / package-lock.json: onnxruntime-node and
+# onnxruntime-web (the references onyx is compared with; the CPU binary of
+# onnxruntime-node ships in the package, so the GPU download of its install script is
+# skipped), typescript and esbuild (bindings/js), playwright-core (browser tests, driving
+# Debian's chromium). Reinstalled when any pinned version is missing.
+npm_current() {
+  node -e 'const p=require("./package.json").dependencies;for(const [n,v] of Object.entries(p)){let ok=false;try{ok=require("./node_modules/"+n+"/package.json").version===v}catch(e){}if(!ok)process.exit(1)}' 2>/dev/null
+}
+if ! npm_current; then
   echo "setup.sh: installing npm packages"
   ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error >/dev/null
 fi

@@ -12,10 +12,15 @@ if [ ! -d "$suite" ]; then
   echo "test_wasm.sh: the ONNX 1.22 node suite is not at $suite; running the cases the ONNX 1.12 suite (libonnx-testdata) has"
   suite=/usr/share/libonnx-testdata/data/node
 fi
-build=build-wasm
+# The single-threaded build of onyx-web (bindings/js/build.sh) with the same flags, so
+# the core library is compiled once for both (CI has 2 cores).
+build=build-web
 jobs=$(nproc)
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 if [ ! -f "$build/build.ninja" ]; then
-  emcmake cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  emcmake cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
+    -DONYX_WASM_THREADS=OFF -DONYX_WASM_NATIVE_EH=ON >/dev/null
 fi
 export NODE_PATH=/usr/share/nodejs  # Debian emscripten finds its JS tools (acorn) there
 # A failed link can leave a stale or broken onyx_wasm_check.js behind: trust ninja's status.

@@ -28,7 +28,9 @@ class Tensor {
   Tensor() = default;
   /// Allocates a zero-filled tensor.
   Tensor(DType dtype, Dims dims);
-  /// A view of `data` (which must outlive the tensor via `keepalive`).
+  /// A view of `data` (which must outlive the tensor via `keepalive`). `keepalive` is also
+  /// the buffer's identity, by which Session::run tells that an output would share memory
+  /// with a feed: pass a non-null one (a no-op deleter where the caller keeps the memory).
   static Tensor view(DType dtype, Dims dims, void* data, std::shared_ptr<void> keepalive);
   /// A scalar (rank 0) tensor holding `v`.
   template <typename T>

@@ -10,6 +10,7 @@
 #include "opt/optimize.h"
 #include "runtime/executor.h"
 #include "runtime/plan.h"
+#include "runtime/session_internal.h"
 
 namespace onyx {
 
@@ -21,6 +22,7 @@ struct Session::Impl {
   std::shared_ptr<ir::Graph> graph;  // main graph with functions inlined
   std::unique_ptr<runtime::CompiledGraph> plan;
   std::vector<IoInfo> inputs, outputs;
+  ModelMetadata metadata;
   std::unique_ptr<ThreadPool> pool;
   SessionOptions options;
   /// Buffers the session holds (initializers, folded constants, in every subgraph): an
@@ -32,10 +34,24 @@ struct Session::Impl {
 
 namespace {
 
+std::string onnx_type_name(const ir::TypeInfo& t) {
+  auto inner = [&] { return t.inner ? onnx_type_name(*t.inner) : std::string("unknown"); };
+  switch (t.kind) {
+    case ir::TypeInfo::Kind::kTensor: return "tensor(" + std::string(dtype_name(t.elem)) + ")";
+    case ir::TypeInfo::Kind::kSparseTensor: return "sparse_tensor(" + std::string(dtype_name(t.elem)) + ")";
+    case ir::TypeInfo::Kind::kSequence: return "seq(" + inner() + ")";
+    case ir::TypeInfo::Kind::kOptional: return "optional(" + inner() + ")";
+    case ir::TypeInfo::Kind::kMap: return "map(" + std::string(dtype_name(t.key)) + "," + inner() + ")";
+    case ir::TypeInfo::Kind::kUnknown: break;
+  }
+  return "unknown";
+}
+
 IoInfo io_info(const ir::ValueInfo& v, bool has_default) {
   IoInfo io;
   io.name = v.name;
   io.type = v.type.str();
+  io.onnx_type = onnx_type_name(v.type);
   io.has_default = has_default;
   const ir::TypeInfo* t = &v.type;
   io.is_tensor = t->kind == ir::TypeInfo::Kind::kTensor;
@@ -115,15 +131,33 @@ Session::~Session() = default;
 std::unique_ptr<Session> Session::open(const std::string& path, const SessionOptions& opts) {
   auto model = format::load_model(path);
   try {
-    return create(model, opts);
+    return SessionAccess::create(model, opts);
   } catch (const Error& e) {
     throw Error(e.code(), path + ": " + e.what());
   }
 }
 
-std::unique_ptr<Session> Session::create(std::shared_ptr<ir::Model> model, const SessionOptions& opts) {
+std::unique_ptr<Session> Session::open_bytes(const void* data, size_t size, const SessionOptions& opts,
+                                             const std::string& base_dir) {
+  return SessionAccess::create(format::load_model_from_bytes(data, size, base_dir), opts);
+}
+
+const ir::Model& SessionAccess::model(const Session& s) { return *s.impl_->model; }
+
+std::unique_ptr<Session> SessionAccess::create(std::shared_ptr<ir::Model> model, const SessionOptions& opts) {
+  using Impl = Session::Impl;
   auto impl = std::make_unique<Impl>();
   impl->model = model;
+  ModelMetadata& md = impl->metadata;
+  md.ir_version = model->ir_version;
+  md.producer_name = model->producer_name;
+  md.producer_version = model->producer_version;
+  md.domain = model->domain;
+  md.model_version = model->model_version;
+  md.doc_string = model->doc_string;
+  if (model->graph) md.graph_name = model->graph->name;
+  md.opset_imports = model->opset_imports;
+  md.metadata_props = model->metadata;
   for (const auto& [domain, version] : model->opset_imports)
     if (domain.empty() && version > kMaxDefaultOpset)
       fail_unsupported("the model imports opset {} of the default domain; onyx knows opsets 1..{}",
@@ -154,7 +188,47 @@ std::unique_ptr<Session> Session::create(std::shared_ptr<ir::Model> model, const
 
 const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
-const ir::Model& Session::model() const { return *impl_->model; }
+const ModelMetadata& Session::metadata() const { return impl_->metadata; }
+const SessionOptions& Session::options() const { return impl_->options; }
+
+size_t Session::output_index(const std::string& name) const {
+  for (size_t i = 0; i < impl_->outputs.size(); ++i)
+    if (impl_->outputs[i].name == name) return i;
+  std::string names;
+  for (const auto& o : impl_->outputs) names += (names.empty() ? "" : ", ") + o.name;
+  fail_arg("unknown output '{}'; the model's outputs are: {}", name, names);
+}
+
+std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& feeds,
+                                const std::vector<std::string>& output_names, const RunOptions& options) {
+  if (output_names.empty()) return run(feeds, options);
+  std::vector<size_t> pick;
+  pick.reserve(output_names.size());
+  for (const auto& n : output_names) pick.push_back(output_index(n));  // fails before running
+  std::vector<Value> all = run(feeds, options);
+  std::vector<Value> out;
+  out.reserve(pick.size());
+  std::vector<bool> taken(all.size(), false);
+  for (size_t i : pick) {
+    // A repeated name gets its own copy: returned values never share memory.
+    if (taken[i]) {
+      const Value& v = all[i];
+      if (v.is_tensor()) {
+        out.emplace_back(v.tensor().clone());
+      } else if (v.is_sequence()) {
+        std::vector<Tensor> items;
+        for (const Tensor& t : v.seq()) items.push_back(t.clone());
+        out.push_back(Value::sequence(v.seq_dtype(), std::move(items)));
+      } else {
+        out.push_back(v);
+      }
+    } else {
+      out.push_back(all[i]);
+      taken[i] = true;
+    }
+  }
+  return out;
+}
 
 std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& feeds,
                                 const RunOptions& options) {

@@ -5,7 +5,7 @@
 namespace onyx {
 
 ThreadPool::ThreadPool(int threads) {
-#ifndef __EMSCRIPTEN__
+#if !defined(__EMSCRIPTEN__) || defined(__EMSCRIPTEN_PTHREADS__)
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 #else
   (void)threads;

@@ -9,6 +9,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include "simd/math-inl.h"
+#include "simd/tail-inl.h"
 // clang-format on
 
 #include "simd/activations.h"
@@ -34,7 +35,7 @@ HWY_INLINE void map(const float* x, float* y, int64_t n, const F& fn) {
   for (; i + L <= n; i += L) hn::StoreU(fn(d, hn::LoadU(d, x + i)), d, y + i);
   if (i < n) {
     const auto m = hn::FirstN(d, static_cast<size_t>(n - i));
-    hn::BlendedStore(fn(d, hn::MaskedLoad(m, d, x + i)), m, d, y + i);
+    TailStore(fn(d, TailLoad(m, d, x + i)), m, d, y + i);
   }
 }
 

@@ -10,6 +10,8 @@
 #include <hwy/highway.h>
 // clang-format on
 
+#include "simd/tail-inl.h"
+
 #include "simd/binary.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -86,9 +88,9 @@ HWY_INLINE void row(const Op& op, const float* a, const float* b, float* y, int6
   for (; i + L <= n; i += L) hn::StoreU(op(d, load_a(i), load_b(i)), d, y + i);
   if (i < n) {
     const auto m = hn::FirstN(d, static_cast<size_t>(n - i));
-    const auto va = AS ? hn::MaskedLoad(m, d, a + i) : sa;
-    const auto vb = BS ? hn::MaskedLoad(m, d, b + i) : sb;
-    hn::BlendedStore(op(d, va, vb), m, d, y + i);
+    const auto va = AS ? TailLoad(m, d, a + i) : sa;
+    const auto vb = BS ? TailLoad(m, d, b + i) : sb;
+    TailStore(op(d, va, vb), m, d, y + i);
   }
 }
 

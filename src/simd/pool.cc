@@ -9,6 +9,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include "simd/math-inl.h"
+#include "simd/tail-inl.h"
 // clang-format on
 
 #include "simd/pool.h"
@@ -124,7 +125,7 @@ void pool_plane_impl(const PoolGeom& g, const float* x, float* y, float* rows,
       hn::StoreU(fold([&](const float* p) { return hn::LoadU(d, p); }, ox), d, yr + ox);
     if (ox < g.ow) {
       const auto m = hn::FirstN(d, static_cast<size_t>(g.ow - ox));
-      hn::BlendedStore(fold([&](const float* p) { return hn::MaskedLoad(m, d, p); }, ox), m, d,
+      TailStore(fold([&](const float* p) { return TailLoad(m, d, p); }, ox), m, d,
                        yr + ox);
     }
   }

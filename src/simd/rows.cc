@@ -9,6 +9,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include "simd/math-inl.h"
+#include "simd/tail-inl.h"
 // clang-format on
 
 #include "simd/rows.h"
@@ -40,7 +41,7 @@ HWY_INLINE VF fold_row(const float* x, int64_t n, VF init, const Fold& fold) {
   for (; i + L <= n; i += L) a0 = fold(a0, hn::LoadU(d, x + i));
   if (i < n) {
     const auto m = hn::FirstN(d, static_cast<size_t>(n - i));
-    a1 = fold(a1, hn::IfThenElse(m, hn::MaskedLoad(m, d, x + i), init));
+    a1 = fold(a1, hn::IfThenElse(m, TailLoad(m, d, x + i), init));
   }
   return fold(fold(a0, a1), fold(a2, a3));
 }
@@ -72,7 +73,7 @@ float RowSumSqDev(const float* x, int64_t n, float c, float* sum_dev) {
   if (i < n) {
     // Lanes past n are read as c: a deviation of 0.
     const auto m = hn::FirstN(d, static_cast<size_t>(n - i));
-    const VF t = hn::Sub(hn::IfThenElse(m, hn::MaskedLoad(m, d, x + i), vc), vc);
+    const VF t = hn::Sub(hn::IfThenElse(m, TailLoad(m, d, x + i), vc), vc);
     s1 = hn::Add(s1, t);
     q1 = hn::MulAdd(t, t, q1);
   }
@@ -106,9 +107,9 @@ HWY_INLINE void map_row(const float* x, float* y, int64_t n, const F& fn) {
   for (; i + L <= n; i += L) hn::StoreU(fn(hn::LoadU(d, x + i), i, ld, keep), d, y + i);
   if (i < n) {
     const auto m = hn::FirstN(d, static_cast<size_t>(n - i));
-    const auto ldm = [&](const float* p) { return hn::MaskedLoad(m, d, p); };
+    const auto ldm = [&](const float* p) { return TailLoad(m, d, p); };
     const auto keepm = [&](VF v) { return hn::IfThenElseZero(m, v); };
-    hn::BlendedStore(fn(hn::MaskedLoad(m, d, x + i), i, ldm, keepm), m, d, y + i);
+    TailStore(fn(TailLoad(m, d, x + i), i, ldm, keepm), m, d, y + i);
   }
 }
 

@@ -35,6 +35,7 @@
 #include "format/value_io.h"
 #include "ir/graph.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 
 namespace fs = std::filesystem;
 using namespace onyx;
@@ -211,7 +212,7 @@ std::string run_case(const fs::path& dir, const Tol& tol, int64_t ulp) {
   } catch (const Error& e) {
     return std::string(e.code() == ErrorCode::kUnsupported ? "UNSUPPORTED" : "ERROR") + "\t" + e.what();
   }
-  const ir::Graph& g = *session->model().graph;
+  const ir::Graph& g = *session_model(*session).graph;
   std::set<std::string> inits;
   for (const auto& [n, t] : g.initializers) inits.insert(n);
   std::vector<const ir::ValueInfo*> feed_inputs;

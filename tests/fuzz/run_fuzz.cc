@@ -19,6 +19,7 @@
 #include "inputs.h"
 #include "ir/graph.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 
 namespace {
 constexpr int kRunSeconds = 10;
@@ -36,13 +37,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     opts.max_tensor_bytes = uint64_t{64} << 20;
     opts.max_run_bytes = uint64_t{256} << 20;
     opts.max_loop_iterations = 1000;
-    session = onyx::Session::create(model, opts);
+    session = onyx::session_from_model(model, opts);
   });
   if (!session) return 0;
 
   onyx::fuzz::InputMaker maker(onyx::fuzz::input_hash(data, size));
   std::vector<std::pair<std::string, onyx::Value>> feeds;
-  const auto& inputs = session->model().graph->inputs;
+  const auto& inputs = onyx::session_model(*session).graph->inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const bool optional = session->inputs()[i].has_default ||
                           inputs[i].type.kind == onyx::ir::TypeInfo::Kind::kOptional;

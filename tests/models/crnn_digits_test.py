@@ -10,6 +10,9 @@
 4. `onyx card --verify` passes on the committed card and model.
 
     tests/models/crnn_digits_test.py --onyx build/onyx --work build/crnn_digits_test
+        [--model models/crnn-digits/v2/crnn-digits-v2-opset17.onnx]
+
+The model's folder holds its MODEL.md, meta.json, alphabet.txt and reference/ (v1 by default).
 """
 import argparse
 import json
@@ -40,10 +43,15 @@ def run(cmd, **kw):
 
 
 def main():
+    global MODEL, MODEL_DIR, REF
     ap = argparse.ArgumentParser()
     ap.add_argument("--onyx", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--model", default=MODEL, help="the model; its folder has MODEL.md, alphabet.txt, reference/")
     a = ap.parse_args()
+    MODEL = os.path.abspath(a.model)
+    MODEL_DIR = os.path.dirname(MODEL)
+    REF = os.path.join(MODEL_DIR, "reference")
     try:
         import numpy as np
     except ImportError:

@@ -12,6 +12,7 @@
 #include "format/value_io.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "test_util.h"
 #include "tools/onyx/util.h"
 
@@ -101,7 +102,7 @@ std::unique_ptr<Session> feed_model() {
              NodeSpec("SequenceLength", {"s"}, {"len"}),
              NodeSpec("Cast", {"q"}, {"qf"}, {AttrSpec::Int("to", kFloat)})};
   std::string bytes = ModelSpec(g, 21).serialize();
-  return Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()));
+  return session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()));
 }
 
 const Value& feed(const cli::Feeds& f, const std::string& name) {
@@ -116,7 +117,7 @@ std::string seq_folder(const TempDir& dir) {
   format::write_value_files(
       dir.path().string(), "s",
       Value::sequence(DType::kInt64, {make_tensor<int64_t>(DType::kInt64, {1}, {1})}),
-      s->model().graph->inputs[2].type, "s", format::ValueFormat::kNpy);
+      session_model(*s).graph->inputs[2].type, "s", format::ValueFormat::kNpy);
   return "s=" + dir.file("s");
 }
 
@@ -162,7 +163,7 @@ TEST(CliFeeds, RandomInputsStayInsideSubByteRanges) {
 TEST(CliFeeds, InputsFromEveryFormTheCliWrites) {
   TempDir dir;
   auto s = feed_model();
-  const ir::Graph& g = *s->model().graph;
+  const ir::Graph& g = *session_model(*s).graph;
   std::string d = dir.path().string();
   using format::ValueFormat;
   // What `onyx run` would write for values of these types, fed back.

@@ -13,6 +13,7 @@
 #include "format/loader.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "onyx/tensor.h"
 
 namespace onyx {
@@ -59,7 +60,7 @@ double compare(const char* op, const Dims& xd, const Dims& wd, const Dims& yd,
   for (bool reference : {true, false}) {
     SessionOptions opts;
     opts.reference_kernels = reference;
-    auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
+    auto s = session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
     outs.push_back(s->run({{"x", Value(xt)}})[0].tensor());
   }
   if (outs[0].dims() != yd || outs[1].dims() != yd) return 1e9;

@@ -13,6 +13,7 @@
 #include "format/loader.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "test_util.h"
 
 namespace onyx::test {
@@ -25,7 +26,7 @@ std::vector<Value> run_model(const ModelSpec& m, const Feeds& feeds, bool fast, 
   SessionOptions opts;
   opts.threads = fast ? fast_threads : 1;
   opts.reference_kernels = !fast;
-  auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
+  auto s = session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
   return s->run(feeds);
 }
 
@@ -298,7 +299,7 @@ TEST(FastPath, MaxPoolMatchesReference) {
     for (bool fast : {false, true}) {
       SessionOptions opts;
       opts.reference_kernels = !fast;
-      auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
+      auto s = session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
       outs.push_back(s->run({{"x", x}})[0].tensor());
     }
     ASSERT_EQ(outs[0].dims(), outs[1].dims());

@@ -27,6 +27,7 @@
 #include "format/npy.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "test_util.h"
 
 namespace onyx::test {
@@ -119,7 +120,7 @@ std::string refusals(const std::string& bytes, const std::string& node, const Fe
   for (const check::Problem& p : r.problems)
     if (p.severity == check::Problem::Severity::kError && p.node == node) checked = p.message;
   std::string ran = what_of([&] {
-    auto s = Session::create(model, one_thread());
+    auto s = session_from_model(model, one_thread());
     s->run(feeds);
   });
   return checked + "\x1f" + ran;
@@ -162,7 +163,7 @@ void expect_runs(const ModelSpec& m, const Feeds& feeds,
     std::vector<Value> out;
     std::string err = what_of([&] {
       auto s =
-          Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), one_thread());
+          session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()), one_thread());
       out = s->run(feeds);
     });
     if (err != "(nothing thrown)") return "the run failed: " + err;

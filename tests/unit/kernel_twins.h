@@ -15,6 +15,7 @@
 #include "format/loader.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "test_util.h"
 
 namespace onyx::test {
@@ -91,7 +92,7 @@ inline std::vector<Value> run_twin(const TwinCase& c, bool reference, int thread
   SessionOptions opts;
   opts.threads = threads;
   opts.reference_kernels = reference;
-  auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
+  auto s = session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
   std::vector<std::pair<std::string, Value>> feeds;
   for (const TwinInput& in : c.inputs)
     if (!in.name.empty() && !in.constant) feeds.push_back({in.name, in.value});

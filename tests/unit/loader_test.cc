@@ -10,6 +10,7 @@
 #include "format/loader.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "test_util.h"
 
 namespace onyx::test {
@@ -374,7 +375,7 @@ TEST(LoaderTensor, BoolBytesOtherThanZeroAndOneAreTrue) {
   auto model = load(ModelSpec(g).serialize());
   ASSERT_NE(model->graph->initializer("b"), nullptr);
   EXPECT_EQ(values_of<uint8_t>(*model->graph->initializer("b")), want);
-  auto out = Session::create(model)->run({});
+  auto out = session_from_model(model)->run({});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(values_of<int32_t>(out[0].tensor()), (std::vector<int32_t>{0, 1, 1, 1, 1, 0}));
 
@@ -797,7 +798,7 @@ TEST(Loader, ModelLocalFunctionLoadsAndRuns) {
   EXPECT_EQ(f.opset_imports.at(""), 14);
   EXPECT_EQ(model->graph->nodes[0].opset, 1);
 
-  auto session = Session::create(model);
+  auto session = session_from_model(model);
   auto out = session->run({{"a", make_float({3}, {1, -5, 2})}, {"b", make_float({3}, {1, 1, -3})}});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(values_of<float>(out[0].tensor()), (std::vector<float>{2, 0, 0}));
@@ -823,7 +824,7 @@ TEST(Loader, FunctionAttributeReferencesAndDefaults) {
   auto model = load(m.serialize());
   ASSERT_EQ(model->functions[0].attribute_defaults.size(), 1u);
   EXPECT_EQ(model->functions[0].nodes[0].attrs[0].ref_attr_name, "alpha");
-  auto session = Session::create(model);
+  auto session = session_from_model(model);
   auto out = session->run({{"x", make_float({2}, {-10, 4})}});
   EXPECT_EQ(values_of<float>(out[0].tensor()), (std::vector<float>{-1, 4}));
   EXPECT_EQ(values_of<float>(out[1].tensor()), (std::vector<float>{-5, 4}));
@@ -1118,7 +1119,7 @@ TEST(LoaderMalformed, BadOpsetImports) {
 // -------------------------------------------------------- graph structure
 // These are found when a session plans the graph.
 
-std::unique_ptr<Session> plan(const ModelSpec& m) { return Session::create(load(m.serialize())); }
+std::unique_ptr<Session> plan(const ModelSpec& m) { return session_from_model(load(m.serialize())); }
 
 TEST(LoaderGraph, CycleIsRefused) {
   GraphSpec g;
@@ -1256,7 +1257,7 @@ TEST(LoaderExternal, ValidFileInTheModelFolderLoads) {
   EXPECT_EQ(model->external_files[0].location, "data/weights.bin");
   EXPECT_EQ(model->external_files[0].bytes_used, 16u);
 
-  auto session = Session::create(model);
+  auto session = session_from_model(model);
   auto out = session->run({{"x", make_float({4}, {10, 20, 30, 40})}});
   EXPECT_EQ(values_of<float>(out[0].tensor()), (std::vector<float>{11, 22, 33, 44}));
 }

@@ -17,6 +17,7 @@
 #include "kernels/registry.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "runtime/thread_pool.h"
 #include "test_util.h"
 
@@ -66,7 +67,7 @@ std::vector<Value> run_session(const ModelSpec& m, const Feeds& feeds, bool refe
   SessionOptions opts;
   opts.threads = threads;
   opts.reference_kernels = reference;
-  auto s = Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
+  auto s = session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()), opts);
   return s->run(feeds);
 }
 

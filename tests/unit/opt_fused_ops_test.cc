@@ -7,6 +7,7 @@
 #include <random>
 
 #include "opt_testing.h"
+#include "runtime/session_internal.h"
 
 namespace onyx::test {
 namespace {
@@ -335,32 +336,32 @@ TEST(FusedOps, BadAttributesAndShapesAreErrorsNamingTheNode) {
   };
   SessionOptions o;
   EXPECT_ONYX_ERROR(
-      Session::create(load_spec(conv({AttrSpec::String("activation", "Swoosh")}, {})), o),
+      session_from_model(load_spec(conv({AttrSpec::String("activation", "Swoosh")}, {})), o),
       ErrorCode::kInvalidModel, "bad_conv", "Swoosh", "Relu");
-  EXPECT_ONYX_ERROR(Session::create(load_spec(conv({AttrSpec::String("activation", "Clip"),
+  EXPECT_ONYX_ERROR(session_from_model(load_spec(conv({AttrSpec::String("activation", "Clip"),
                                                     AttrSpec::Floats("activation_params", {1.0f})},
                                                    {})),
                                     o),
                     ErrorCode::kInvalidModel, "bad_conv", "Clip",
                     "takes 2 activation_params, got 1");
-  EXPECT_ONYX_ERROR(Session::create(load_spec(conv({}, {1, 4, 3, 2})), o), ErrorCode::kInvalidModel,
+  EXPECT_ONYX_ERROR(session_from_model(load_spec(conv({}, {1, 4, 3, 2})), o), ErrorCode::kInvalidModel,
                     "bad_conv", "Z [1, 4, 3, 2] must have the shape of Y [1, 4, 3, 3]");
   auto mm = one_node(NodeSpec("FusedMatMul", {"a", "b", "bias"}, {"y"}, {}, "bad_mm", kOnyx),
                      {tensor_info("a", kFloat, {2, 3}), tensor_info("b", kFloat, {3, 4})},
                      {random_init("bias", {5}, rng)}, {2, 4});
-  EXPECT_ONYX_ERROR(Session::create(load_spec(mm), o), ErrorCode::kInvalidModel, "bad_mm",
+  EXPECT_ONYX_ERROR(session_from_model(load_spec(mm), o), ErrorCode::kInvalidModel, "bad_mm",
                     "bias [5]", "last axis");
   auto att = one_node(NodeSpec("Attention", {"q", "k", "v", "m"}, {"y"}, {}, "bad_att", kOnyx),
                       {tensor_info("q", kFloat, {2, 4, 8}), tensor_info("k", kFloat, {2, 6, 8}),
                        tensor_info("v", kFloat, {2, 6, 8}), tensor_info("m", kFloat, {2, 4, 5})},
                       {}, {2, 4, 8});
-  EXPECT_ONYX_ERROR(Session::create(load_spec(att), o), ErrorCode::kInvalidModel, "bad_att",
+  EXPECT_ONYX_ERROR(session_from_model(load_spec(att), o), ErrorCode::kInvalidModel, "bad_att",
                     "mask [2, 4, 5]", "S = 6");
   auto att2 = one_node(NodeSpec("Attention", {"q", "k", "v"}, {"y"}, {}, "bad_att2", kOnyx),
                        {tensor_info("q", kFloat, {2, 4, 8}), tensor_info("k", kFloat, {2, 6, 7}),
                         tensor_info("v", kFloat, {2, 6, 8})},
                        {}, {2, 4, 8});
-  EXPECT_ONYX_ERROR(Session::create(load_spec(att2), o), ErrorCode::kInvalidModel, "bad_att2",
+  EXPECT_ONYX_ERROR(session_from_model(load_spec(att2), o), ErrorCode::kInvalidModel, "bad_att2",
                     "head size");
 }
 

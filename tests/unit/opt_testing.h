@@ -13,6 +13,7 @@
 #include "format/loader.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "opt/optimize.h"
 #include "test_util.h"
 
@@ -31,7 +32,7 @@ inline std::vector<Value> run_spec(const ModelSpec& m, const Feeds& feeds, Graph
   o.optimize = level;
   o.reference_kernels = reference;
   o.threads = threads;
-  return Session::create(load_spec(m), o)->run(feeds);
+  return session_from_model(load_spec(m), o)->run(feeds);
 }
 
 /// A tensor of numbers uniform in [lo, hi).

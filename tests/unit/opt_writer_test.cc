@@ -10,6 +10,7 @@
 
 #include "format/model_writer.h"
 #include "opt_testing.h"
+#include "runtime/session_internal.h"
 
 namespace onyx::test {
 namespace {
@@ -146,7 +147,7 @@ TEST(OptWriter, OptimizedGraphWithFusedOpsRunsAfterTheRoundTrip) {
   so.optimize = GraphOptimization::kNone;
   so.reference_kernels = true;
   std::vector<Value> want = run_spec(m, f, GraphOptimization::kNone, true);
-  std::vector<Value> got = Session::create(back, so)->run(f);
+  std::vector<Value> got = session_from_model(back, so)->run(f);
   EXPECT_TRUE(close(want[0], got[0], 1e-6, 1e-6));
 }
 
@@ -172,7 +173,7 @@ TEST(OptModels, DigitReaderOptimizedGivesTheSameOutputs) {
       SessionOptions so;
       so.optimize = levels[k];
       so.reference_kernels = reference[k];
-      outs[k] = Session::create(model, so)->run(f);
+      outs[k] = session_from_model(model, so)->run(f);
     }
     for (int k = 1; k < 3; ++k) {
       ASSERT_EQ(outs[k].size(), outs[0].size());

@@ -10,6 +10,7 @@
 #include "model_builder.h"
 #include "onyx/session.h"
 #include "runtime/plan.h"
+#include "runtime/session_internal.h"
 #include "test_util.h"
 
 namespace onyx::test {
@@ -55,7 +56,7 @@ TEST(PlanLimits, InliningIsBoundedInNodes) {
   // 31 levels: 2^30 nodes from a 3 KB file.
   ModelSpec m = doubling_functions(31);
   try {
-    Session::create(model_of(m));
+    onyx::session_from_model(model_of(m));
     FAIL() << "a model inlining to 2^30 nodes was planned";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
@@ -70,7 +71,7 @@ TEST(PlanLimits, RecursiveFunctionsAreRefusedWithoutCountingForever) {
   m.functions[0].nodes = {NodeSpec("f0", {"x"}, {"t"}, {}, "", "local"), NodeSpec("f0", {"t"}, {"y"}, {}, "", "local")};
   m.functions[0].opsets = {{"", 17}, {"local", 1}};
   try {
-    Session::create(model_of(m));
+    onyx::session_from_model(model_of(m));
     FAIL() << "a recursive function was planned";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
@@ -80,7 +81,7 @@ TEST(PlanLimits, RecursiveFunctionsAreRefusedWithoutCountingForever) {
 
 TEST(PlanLimits, InliningWithinTheBoundRuns) {
   // 4 levels: 8 Neg nodes, an even number, so y = x.
-  auto s = Session::create(model_of(doubling_functions(4)));
+  auto s = onyx::session_from_model(model_of(doubling_functions(4)));
   Tensor x(DType::kFloat, {2});
   x.data<float>()[0] = 1.5f;
   x.data<float>()[1] = -2.0f;
@@ -125,7 +126,7 @@ TEST(PlanLimits, FoldedConstantsKeepWithinTheirBudget) {
 TEST(PlanLimits, ChainPastTheFoldBudgetStillComputes) {
   // 40 nodes of 16 MiB (640 MiB if all were kept): the session keeps at most 256 MiB
   // and the run computes the rest. Each of the 4M ones is negated 40 times: the sum is 4M.
-  auto s = Session::create(model_of(fold_chain(1 << 22, 40)));
+  auto s = onyx::session_from_model(model_of(fold_chain(1 << 22, 40)));
   auto out = s->run({});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].tensor().data<float>()[0], static_cast<float>(1 << 22));

@@ -10,6 +10,7 @@
 #include "format/loader.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "test_util.h"
 
 namespace onyx::test {
@@ -17,7 +18,7 @@ namespace {
 
 std::unique_ptr<Session> session_of(const ModelSpec& m, const SessionOptions& so = {}) {
   std::string bytes = m.serialize();
-  return Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), so);
+  return session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()), so);
 }
 
 /// Fills every tensor of every output with a pattern (strings: "scribbled").

@@ -5,6 +5,7 @@
 #include "format/loader.h"
 #include "model_builder.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "test_util.h"
 
 namespace onyx::test {
@@ -12,7 +13,7 @@ namespace {
 
 std::unique_ptr<Session> session_of(const ModelSpec& m) {
   std::string bytes = m.serialize();
-  return Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()));
+  return session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()));
 }
 
 /// y = Relu(a + b), a: float[N, 3], b: float[3].

@@ -14,6 +14,7 @@
 #include "format/npy.h"
 #include "ir/graph.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "tools/onyx/commands.h"
 #include "tools/onyx/session_flags.h"
 #include "tools/onyx/util.h"
@@ -88,7 +89,7 @@ int run_bench(const BenchArgs& a) {
   auto t1 = Clock::now();
   std::unique_ptr<Session> session;
   try {
-    session = Session::create(model, so);
+    session = session_from_model(model, so);
   } catch (const Error& e) {
     throw Error(e.code(), a.model + ": " + e.what());
   }

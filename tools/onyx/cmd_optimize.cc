@@ -9,6 +9,7 @@
 #include "opt/optimize.h"
 #include "runtime/plan.h"
 #include "tools/onyx/commands.h"
+#include "runtime/session_internal.h"
 
 namespace onyx::cli {
 namespace {
@@ -41,7 +42,7 @@ int run_optimize(const OptimizeArgs& a) {
     SessionOptions so;
     so.optimize = GraphOptimization::kNone;
     try {
-      Session::create(format::load_model_from_bytes(bytes.data(), bytes.size()), so);
+      session_from_model(format::load_model_from_bytes(bytes.data(), bytes.size()), so);
     } catch (const Error& e) {
       fail_runtime("the optimized model does not plan (a bug in onyx optimize): {}", e.what());
     }

@@ -19,6 +19,7 @@
 #include "base/sha256.h"
 #include "format/value_io.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "post/boxes.h"
 #include "post/ctc.h"
 #include "tools/onyx/commands.h"
@@ -361,7 +362,7 @@ int run_parity(const ParityArgs& a) {
     sr.name = in.name;
     sr.outputs.resize(outs_info.size());
     try {
-      const ir::Graph& graph = *session->model().graph;
+      const ir::Graph& graph = *session_model(*session).graph;
       auto in_arrays = load_sample(in, type_lookup(graph.inputs));
       auto ref_arrays = load_sample(*ref_by_name[in.name], type_lookup(graph.outputs));
       std::vector<std::pair<std::string, Value>> feeds;
@@ -401,7 +402,7 @@ int run_parity(const ParityArgs& a) {
         const Value* want_value = find_value(ref_arrays, outs_info[oi].name, outs_info.size() == 1);
         Value want_declared;
         if (want_value && outs_info.size() == 1 && ref_arrays.size() == 1)  // a lone array of another name
-          want_declared = format::value_as_declared(*want_value, session->model().graph->outputs[oi].type,
+          want_declared = format::value_as_declared(*want_value, session_model(*session).graph->outputs[oi].type,
                                                     "reference for output '" + outs_info[oi].name + "'");
         else if (want_value)
           want_declared = *want_value;

@@ -11,6 +11,7 @@
 #include "format/npy.h"
 #include "format/value_io.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 #include "tools/onyx/commands.h"
 #include "tools/onyx/session_flags.h"
 #include "tools/onyx/util.h"
@@ -60,7 +61,7 @@ int run_run(const RunArgs& a) {
     for (const auto& n : feeds.notes) std::cerr << "onyx: note: " << n << "\n";
 
   // Two outputs whose file names coincide would overwrite each other: refuse before running.
-  const std::vector<ir::ValueInfo>& declared = session->model().graph->outputs;
+  const std::vector<ir::ValueInfo>& declared = session_model(*session).graph->outputs;
   std::map<std::string, std::string> stems;
   for (const auto& io : session->outputs()) {
     std::string stem = safe_file_name(io.name);

@@ -25,6 +25,7 @@
 #include "format/value_io.h"
 #include "tools/onyx/dataset.h"
 #include "tools/onyx/zlib_inflate.h"
+#include "runtime/session_internal.h"
 
 namespace onyx::cli {
 
@@ -247,7 +248,7 @@ void add_feed_options(CLI::App* sub, FeedSpec& spec) {
 }
 
 Feeds make_feeds(const Session& session, const FeedSpec& spec, uint64_t max_tensor_bytes) {
-  const ir::Graph& g = *session.model().graph;
+  const ir::Graph& g = *session_model(session).graph;
   std::set<std::string> symbols;
   for (const auto& io : session.inputs())
     for (const auto& s : io.dim_names)

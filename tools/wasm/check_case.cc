@@ -11,6 +11,7 @@
 #include "format/loader.h"
 #include "ir/graph.h"
 #include "onyx/session.h"
+#include "runtime/session_internal.h"
 
 namespace fs = std::filesystem;
 using namespace onyx;
@@ -54,7 +55,7 @@ bool close_enough(const Tensor& e, const Tensor& g, std::string& why) {
 bool check(const fs::path& dir) {
   try {
     auto s = Session::open((dir / "model.onnx").string());
-    const ir::Graph& g = *s->model().graph;
+    const ir::Graph& g = *session_model(*s).graph;
     std::set<std::string> inits;
     for (const auto& [n, t] : g.initializers) inits.insert(n);
     std::vector<std::pair<std::string, Value>> feeds;

@@ -63,6 +63,11 @@ bool plan_batches(const Dims& ad, const Dims& bd, Batches* p) {
     if (da != db && da != 1 && db != 1) return false;
     batch[k] = da == 1 ? db : da;
   }
+  p->out = batch;
+  if (!a_vec) p->out.push_back(p->M);
+  if (!b_vec) p->out.push_back(p->N);
+  // An empty product needs no batch tables (and its batch dims may be huge: 2^40 x 0).
+  if (p->M == 0 || p->N == 0 || std::find(batch.begin(), batch.end(), 0) != batch.end()) return true;
   const int64_t nb = dims_numel(batch);
   p->a.assign(static_cast<size_t>(nb), 0);
   p->b.assign(static_cast<size_t>(nb), 0);
@@ -80,9 +85,6 @@ bool plan_batches(const Dims& ad, const Dims& bd, Batches* p) {
       idx[k] = 0;
     }
   }
-  p->out = batch;
-  if (!a_vec) p->out.push_back(p->M);
-  if (!b_vec) p->out.push_back(p->N);
   return true;
 }
 

@@ -13,6 +13,8 @@ void register_cpu(Registry& r) {
   cpu::register_reduce(r);
   cpu::register_pool(r);
   cpu::register_resize(r);
+  cpu::register_rnn(r);
+  cpu::register_attention(r);
 }
 
 }  // namespace onyx::kernels

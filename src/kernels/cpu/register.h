@@ -13,7 +13,9 @@ void register_norm(Registry& r);         // norm.cc: Layer/Batch/Instance/GroupN
 void register_reduce(Registry& r);       // reduce.cc: ReduceSum/Mean/Max/Min
 void register_pool(Registry& r);         // pool.cc: MaxPool, AveragePool, global pools
 void register_resize(Registry& r);       // resize.cc: Resize nearest and linear, 2-D
-void register_conv(Registry& r);   // conv.cc (Conv, FusedConv), conv_transpose.cc
-void register_matmul(Registry& r);  // matmul.cc: MatMul, Gemm, FusedMatMul, FusedGemm
+void register_conv(Registry& r);         // conv.cc (Conv, FusedConv), conv_transpose.cc
+void register_matmul(Registry& r);       // matmul.cc: MatMul, Gemm, FusedMatMul, FusedGemm
+void register_rnn(Registry& r);          // rnn.cc: RNN, GRU, LSTM
+void register_attention(Registry& r);    // attention.cc: ai.onyx Attention, ONNX Attention
 
 }  // namespace onyx::kernels::cpu

@@ -1,8 +1,6 @@
 // Reference kernels of the rnn family: RNN, GRU, LSTM (every direction, both layouts,
 // sequence_lens, initial states, custom activations, clip, peepholes).
 // All arithmetic is done in double and rounded to the output dtype once.
-#include "kernels/cpu/rnn.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -10,7 +8,6 @@
 #include <vector>
 
 #include "base/checked.h"
-#include "kernels/cpu/rnn.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/registry.h"
 
@@ -290,10 +287,7 @@ void run_recurrent(KernelContext& ctx, Cell cell) {
 
 void rnn_kernel(KernelContext& ctx) { run_recurrent(ctx, Cell::kRnn); }
 void gru_kernel(KernelContext& ctx) { run_recurrent(ctx, Cell::kGru); }
-void lstm_kernel(KernelContext& ctx) {
-  if (ctx.fast_paths() && cpu::lstm_f32(ctx)) return;
-  run_recurrent(ctx, Cell::kLstm);
-}
+void lstm_kernel(KernelContext& ctx) { run_recurrent(ctx, Cell::kLstm); }
 
 }  // namespace
 

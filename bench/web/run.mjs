@@ -1,0 +1,142 @@
+// make bench-web: onyx-web against onnxruntime-web 1.30 (WASM provider) in headless
+// Chromium, on the digit reader, mobilenet_v2, resnet18 and the transformer encoder of
+// tests/models, 1 thread and all threads; cold start (navigation to the first output, a
+// fresh browser context each time: nothing cached) and warm median. The two runtimes
+// alternate within each round. Writes bench/RESULTS-web.md and bench/web/results.json.
+//
+//   node bench/web/run.mjs [--build build] [--rounds 3] [--warm 30] [--only crnn,...]
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../web/serve.mjs';
+
+const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const arg = (n, d) => { const i = process.argv.indexOf(n); return i > 0 ? process.argv[i + 1] : d; };
+const build = resolve(root, arg('--build', 'build'));
+const rounds = Number(arg('--rounds', '3'));
+const warmRuns = Number(arg('--warm', '30'));
+const only = (arg('--only', '') ?? '').split(',').filter(Boolean);
+const work = join(build, 'bench-web');
+mkdirSync(work, { recursive: true });
+
+// The reader's input: reference crop 0000 as `onyx ocr --save-inputs` preprocesses it.
+const crnnModel = join(root, 'models/crnn-digits/crnn-digits-v1-opset17.onnx');
+execFileSync(join(build, 'onyx'), ['ocr', crnnModel, join(root, 'models/crnn-digits/reference/images/0000.png'),
+                                   '--save-inputs', join(work, 'crnn')], { stdio: ['ignore', 'ignore', 'inherit'] });
+const models = [
+  { name: 'crnn-digits (reader)', key: 'crnn', model: '/models/crnn-digits/crnn-digits-v1-opset17.onnx', input: '/work/crnn/0000.npy' },
+  { name: 'mobilenet_v2', key: 'mobilenet_v2', model: '/build-models/mobilenet_v2/model.onnx', input: '/build-models/mobilenet_v2/set_0/input.npy' },
+  { name: 'resnet18', key: 'resnet18', model: '/build-models/resnet18/model.onnx', input: '/build-models/resnet18/set_0/input.npy' },
+  { name: 'transformer encoder', key: 'transformer', model: '/build-models/transformer/model.onnx', input: '/build-models/transformer/set_0/x.npy' },
+].filter((m) => !only.length || only.includes(m.key));
+for (const m of models)
+  if (m.model.startsWith('/build-models/') && !existsSync(join(build, m.model.replace('/build-models/', 'models/'))))
+    throw new Error(`${m.model} is missing: run \`ctest -R models_export\` in ${build}`);
+
+const { server, url } = await startServer({ port: 0, build, quiet: true, extra: [['/work/', work]] });
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+const probe = await (await browser.newContext()).newPage();
+await probe.goto(url + 'manifest.json');
+const cores = await probe.evaluate(() => navigator.hardwareConcurrency);
+await probe.context().close();
+const threadCounts = [...new Set([1, cores])];
+
+async function once(runtime, m, threads) {
+  const ctx = await browser.newContext();
+  const page = await ctx.newPage();
+  const q = new URLSearchParams({ runtime, model: m.model, input: m.input, threads: String(threads), warm: String(warmRuns) });
+  await page.goto(`${url}bench/bench.html?${q}`);
+  await page.waitForFunction(() => window.result, null, { timeout: 300000 });
+  const r = await page.evaluate(() => window.result);
+  await ctx.close();
+  if (r.error) throw new Error(`${runtime} ${m.key} ${threads} threads: ${r.error}`);
+  return r;
+}
+
+/** The digit reader page itself: navigation to the first string shown (onyx-web only). */
+async function pageCold() {
+  const ctx = await browser.newContext();
+  const page = await ctx.newPage();
+  await page.goto(url + '?warm=1&threads=1');
+  await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 120000 });
+  const ms = await page.evaluate(() => window.onyxPage.coldMs);
+  await ctx.close();
+  return ms;
+}
+
+const median = (v) => { const s = [...v].sort((a, b) => a - b); const n = s.length; return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2; };
+const samples = {};
+const pageColds = [];
+for (let r = 0; r < rounds; ++r) {
+  for (const m of models)
+    for (const t of threadCounts)
+      for (const rt of r % 2 ? ['ort', 'onyx'] : ['onyx', 'ort']) {
+        const k = `${m.key}|${t}|${rt}`;
+        (samples[k] ??= []).push(await once(rt, m, t));
+        const last = samples[k].at(-1);
+        console.log(`round ${r + 1} ${m.key} ${t}t ${rt}: cold ${last.cold.toFixed(0)} ms, warm ${last.warm.toFixed(2)} ms (${last.artifact}, ${last.threads} threads)`);
+      }
+  if (!only.length || only.includes('crnn')) pageColds.push(await pageCold());
+}
+await browser.close();
+server.close();
+
+const sizes = [];
+const size = (label, file) => {
+  const b = readFileSync(file);
+  sizes.push({ label, raw: b.length, gzip: gzipSync(b, { level: 9 }).length });
+};
+const dist = join(root, 'bindings/js/dist'), ortDist = join(root, 'node_modules/onnxruntime-web/dist');
+size('onyx-web.wasm (single-threaded)', join(dist, 'onyx-web.wasm'));
+size('onyx-web.mjs (its glue)', join(dist, 'onyx-web.mjs'));
+size('onyx-web-mt.wasm (pthreads)', join(dist, 'onyx-web-mt.wasm'));
+size('onyx-web-mt.mjs + .worker.js (its glue)', join(dist, 'onyx-web-mt.mjs'));
+sizes.at(-1).raw += statSync(join(dist, 'onyx-web-mt.worker.js')).size;
+sizes.at(-1).gzip += gzipSync(readFileSync(join(dist, 'onyx-web-mt.worker.js')), { level: 9 }).length;
+size('index.mjs + onyx-web-worker.mjs (the package)', join(dist, 'index.mjs'));
+sizes.at(-1).raw += statSync(join(dist, 'onyx-web-worker.mjs')).size;
+sizes.at(-1).gzip += gzipSync(readFileSync(join(dist, 'onyx-web-worker.mjs')), { level: 9 }).length;
+size('onnxruntime-web 1.30 ort-wasm-simd-threaded.wasm', join(ortDist, 'ort-wasm-simd-threaded.wasm'));
+size('onnxruntime-web 1.30 ort-wasm-simd-threaded.mjs', join(ortDist, 'ort-wasm-simd-threaded.mjs'));
+size('onnxruntime-web 1.30 ort.wasm.min.mjs', join(ortDist, 'ort.wasm.min.mjs'));
+
+const rows = [];
+const geo = { warm: [], cold: [] };
+for (const m of models)
+  for (const t of threadCounts) {
+    const a = samples[`${m.key}|${t}|onyx`], b = samples[`${m.key}|${t}|ort`];
+    const row = {
+      model: m.name, threads: t, onyxThreads: a[0].threads, onyxArtifact: a[0].artifact,
+      onyxCold: median(a.map((x) => x.cold)), ortCold: median(b.map((x) => x.cold)),
+      onyxWarm: median(a.map((x) => x.warm)), ortWarm: median(b.map((x) => x.warm)),
+    };
+    rows.push(row);
+    if (t === 1) { geo.warm.push(row.onyxWarm / row.ortWarm); geo.cold.push(row.onyxCold / row.ortCold); }
+  }
+const gmean = (v) => Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length);
+const cpu = cpus()[0]?.model ?? 'unknown CPU';
+const chromeVersion = execFileSync(process.env.CHROMIUM ?? '/usr/bin/chromium', ['--version']).toString().trim();
+const f = (x) => (x < 10 ? x.toFixed(2) : x.toFixed(1));
+const kb = (n) => `${(n / 1024).toFixed(0)} KiB`;
+let md = `# onyx-web against onnxruntime-web (headless Chromium)\n\n`;
+md += `Written by \`make bench-web\` (bench/web/run.mjs) on ${new Date().toISOString().slice(0, 10)}: ${cpu}, ${cores} threads as the browser sees them, `;
+md += `${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${chromeVersion}, pages served from loopback with COOP/COEP. The machine is shared with other builds, so absolute times wander; `;
+md += `the two runtimes alternate within each of ${rounds} rounds and each figure is the median of the rounds.\n\n`;
+md += `- **cold**: a fresh browser context (empty HTTP and code caches), navigation start to the first run's output in hand: the runtime's JS and .wasm download and compile, the model download, session creation, the input (.npy) download and the first run (bench/web/bench.html).\n`;
+md += `- **warm**: median of ${warmRuns} further runs of the same input in that page, as \`await session.run(feeds)\` sees it (onyx-web: a round trip to its worker; onnxruntime-web: on the page thread).\n`;
+md += `- Both get the same \`env.wasm.numThreads\`; onnxruntime-web 1.30 ships only its threaded .wasm, used for 1 thread too.\n\n`;
+md += `| model | threads | onyx-web cold | onnxruntime-web cold | ratio | onyx-web warm | onnxruntime-web warm | ratio |\n|---|---|---|---|---|---|---|---|\n`;
+for (const r of rows)
+  md += `| ${r.model} | ${r.threads}${r.onyxThreads !== r.threads ? ` (onyx: ${r.onyxThreads})` : ''} | ${f(r.onyxCold)} ms | ${f(r.ortCold)} ms | ${(r.onyxCold / r.ortCold).toFixed(2)}x | ${f(r.onyxWarm)} ms | ${f(r.ortWarm)} ms | ${(r.onyxWarm / r.ortWarm).toFixed(2)}x |\n`;
+md += `\nGeomean onyx-web / onnxruntime-web over the ${geo.warm.length} models, 1 thread: warm **${gmean(geo.warm).toFixed(2)}x**, cold ${gmean(geo.cold).toFixed(2)}x.\n`;
+if (pageColds.length)
+  md += `\nThe digit reader page itself (web/, 1 thread, fresh context): navigation to the first string shown, with PNG decoding, preprocessing and CTC decoding in onyx-web: median ${f(median(pageColds))} ms over ${pageColds.length} loads.\n`;
+md += `\n## Sizes\n\n| file | raw | gzip -9 |\n|---|---|---|\n`;
+for (const s of sizes) md += `| ${s.label} | ${s.raw.toLocaleString('en')} bytes (${kb(s.raw)}) | ${s.gzip.toLocaleString('en')} bytes (${kb(s.gzip)}) |\n`;
+writeFileSync(join(root, 'bench/RESULTS-web.md'), md);
+writeFileSync(join(root, 'bench/web/results.json'), JSON.stringify({ date: new Date().toISOString(), cpu, cores, chromeVersion, rounds, warmRuns, rows, sizes, pageColds, samples }, null, 1) + '\n');
+console.log(md);

@@ -1,0 +1,369 @@
+// onyx-web: onyx in the browser with onnxruntime-web's call shape. The wasm module runs in
+// a Web Worker by default (env.wasm.proxy = false runs it on the calling thread); the
+// pthreads build is used only when the page is cross-origin isolated, and the session says
+// which build and how many threads it got, and why.
+
+import type { CtcResult, LoadInfo, SessionInfo, TextLineParams, WireTensor, WireValueMetadata } from './core.js';
+import { InvalidArgumentError, makeError, OnyxError, UnsupportedError, type WireError } from './errors.js';
+import { fetchModel, type FetchModelOptions, type FetchProgress } from './fetch.js';
+import { Tensor, typeOfCode, type TensorType } from './tensor.js';
+
+export * from './errors.js';
+export { Tensor, type TensorType, type TensorData, type DataTypeMap } from './tensor.js';
+export { fetchModel, sha256Hex, type FetchModelOptions, type FetchProgress, type FetchedModel } from './fetch.js';
+export type { CtcResult, TextLineParams } from './core.js';
+
+/** Global settings, as onnxruntime-web's `env`. */
+export const env = {
+  wasm: {
+    /** Threads of a session: 0 picks min(4, ceil(cores / 2)) as onnxruntime-web does. */
+    numThreads: 0,
+    /** URL prefix of onyx-web*.mjs / .wasm (default: the folder of this file). */
+    wasmPaths: undefined as string | undefined,
+    /** Run in a Web Worker (default true); false runs on the calling thread. */
+    proxy: true,
+  },
+};
+
+/** What a session got: the artifact and threads, never a silent fallback. */
+export interface ExecutionInfo {
+  provider: 'wasm';
+  artifact: string;
+  version: string;
+  threads: number;
+  threadsAsked: number;
+  /** Why the session got fewer threads than asked, or ''. */
+  threadsNote: string;
+  /** 'worker' or 'main-thread'. */
+  where: 'worker' | 'main-thread';
+}
+
+export interface Timings {
+  /** Model download (0 when bytes were given; small when from Cache Storage). */
+  fetchMs: number;
+  fromCache: boolean;
+  /** The .wasm download and its compilation + instantiation (0 when the module was loaded before). */
+  wasmFetchMs: number;
+  compileMs: number;
+  /** Loading, checking and planning the model in onyx. */
+  sessionMs: number;
+}
+
+export namespace InferenceSession {
+  export type ExecutionProviderConfig = string | { name: string };
+  export interface SessionOptions {
+    executionProviders?: readonly ExecutionProviderConfig[];
+    intraOpNumThreads?: number;
+    /** onyx: refuse a model with nodes the provider cannot run, listing them. */
+    strict?: boolean;
+    /** 'disabled' | 'basic' | 'extended' | 'all' (onnxruntime's names; default 'all'). */
+    graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'layout' | 'all';
+    /** onyx: expected SHA-256 of a model given by URL; a mismatch is refused. */
+    sha256?: string;
+    /** onyx: download progress of a model given by URL. */
+    onProgress?: (p: FetchProgress) => void;
+    /** onyx: keep the model in Cache Storage by its hash (default true with sha256). */
+    cache?: boolean;
+  }
+  export interface RunOptions {
+    /** onyx: transfer the feeds' buffers to the worker instead of copying (they are detached). */
+    transferFeeds?: boolean;
+  }
+  export type FeedsType = Record<string, Tensor | { type: string; data: any; dims: readonly number[] }>;
+  export type ReturnType = Record<string, Tensor>;
+  export interface NonTensorValueMetadata {
+    readonly name: string;
+    readonly isTensor: false;
+  }
+  export interface TensorValueMetadata {
+    readonly name: string;
+    readonly isTensor: true;
+    readonly type: TensorType;
+    readonly shape: ReadonlyArray<number | string>;
+  }
+  export type ValueMetadata = NonTensorValueMetadata | TensorValueMetadata;
+}
+
+interface Backend {
+  info: LoadInfo;
+  where: 'worker' | 'main-thread';
+  call(op: string, args: unknown, transfer?: Transferable[]): Promise<any>;
+}
+
+function defaultWasmPaths(): string {
+  return env.wasm.wasmPaths ?? new URL('./', import.meta.url).href;
+}
+
+class WorkerBackend implements Backend {
+  info!: LoadInfo;
+  where = 'worker' as const;
+  private w: Worker;
+  private next = 1;
+  private pending = new Map<number, { ok: (v: any) => void; err: (e: Error) => void }>();
+  constructor(workerUrl: string) {
+    this.w = new Worker(workerUrl, { type: 'module', name: 'onyx-web' });
+    this.w.onmessage = (e: MessageEvent) => {
+      const { id, ok, result, error } = e.data as { id: number; ok: boolean; result: any; error: WireError };
+      const p = this.pending.get(id);
+      if (!p) return;
+      this.pending.delete(id);
+      if (ok) p.ok(result);
+      else p.err(makeError(error.code, error.message));
+    };
+    this.w.onerror = (e: ErrorEvent) => {
+      e.preventDefault();
+      const err = new OnyxError('Internal', `the onyx-web worker failed: ${e.message || 'script error (is the worker file served?)'}`);
+      for (const p of this.pending.values()) p.err(err);
+      this.pending.clear();
+    };
+  }
+  call(op: string, args: unknown, transfer: Transferable[] = []): Promise<any> {
+    const id = this.next++;
+    return new Promise((ok, err) => {
+      this.pending.set(id, { ok, err });
+      this.w.postMessage({ id, op, args }, transfer);
+    });
+  }
+}
+
+class MainBackend implements Backend {
+  info!: LoadInfo;
+  where = 'main-thread' as const;
+  private core: any;
+  async load(o: any) {
+    const { Core } = await import('./core.js');
+    this.core = await Core.load(o);
+    return this.core.info;
+  }
+  async call(op: string, a: any): Promise<any> {
+    if (op === 'load') return this.load(a);
+    const c = this.core;
+    switch (op) {
+      case 'create': return c.createSession(a.model, a.threads, a.strict, a.optimize);
+      case 'release': return c.releaseSession(a.handle);
+      case 'run': return c.run(a.handle, a.names, a.feeds);
+      case 'preprocess': return c.preprocess(a.rgba, a.width, a.height, a.params);
+      case 'ctc': return c.ctcDecode(a.scores, a.frames, a.classes, a.blank, a.beamWidth, a.probabilities, a.alphabet);
+    }
+    throw new Error(op);
+  }
+}
+
+const backends = new Map<string, Promise<Backend>>();
+let lastBackend: Promise<Backend> | null = null;
+
+interface ThreadPlan {
+  threaded: boolean;
+  threads: number;
+  asked: number;
+  note: string;
+  proxy: boolean;
+}
+
+function planThreads(asked0: number | undefined): ThreadPlan {
+  const cores = (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) || 1;
+  const asked = asked0 && asked0 > 0 ? Math.floor(asked0) : Math.min(4, Math.ceil(cores / 2));
+  const proxy = env.wasm.proxy !== false;
+  if (asked <= 1) return { threaded: false, threads: 1, asked, note: '', proxy };
+  if (!(globalThis as any).crossOriginIsolated)
+    return { threaded: false, threads: 1, asked, proxy,
+             note: 'the page is not cross-origin isolated (no COOP/COEP headers), so threads (SharedArrayBuffer) are unavailable' };
+  if (!proxy)
+    return { threaded: false, threads: 1, asked, proxy, note: 'env.wasm.proxy is false: threads need the worker' };
+  return { threaded: true, threads: asked, asked, note: '', proxy };
+}
+
+async function getBackend(plan: ThreadPlan): Promise<{ backend: Backend; loadedNow: boolean }> {
+  const paths = defaultWasmPaths();
+  const key = `${plan.proxy}|${plan.threaded}|${plan.threads}|${paths}`;
+  let loadedNow = false;
+  let p = backends.get(key);
+  if (!p) {
+    loadedNow = true;
+    p = (async () => {
+      const b: Backend = plan.proxy ? new WorkerBackend(paths + 'onyx-web-worker.mjs') : new MainBackend();
+      b.info = await b.call('load', { wasmPaths: paths, threaded: plan.threaded, poolSize: plan.threads - 1 });
+      return b;
+    })();
+    backends.set(key, p);
+    p.catch(() => backends.delete(key));
+  }
+  lastBackend = p;
+  return { backend: await p, loadedNow };
+}
+
+function metadata(v: WireValueMetadata): InferenceSession.ValueMetadata {
+  if (!v.isTensor) return Object.freeze({ name: v.name, isTensor: false as const });
+  return Object.freeze({
+    name: v.name,
+    isTensor: true as const,
+    type: (typeOfCode(v.dtype) ?? (`code ${v.dtype}` as TensorType)),
+    shape: Object.freeze(v.hasShape ? [...v.shape] : []),
+  });
+}
+
+const optimizeLevels = { disabled: 0, basic: 1, extended: 2, layout: 2, all: 2 } as const;
+
+export class InferenceSession {
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  readonly inputMetadata: readonly InferenceSession.ValueMetadata[];
+  readonly outputMetadata: readonly InferenceSession.ValueMetadata[];
+  /** onyx: where and how this session runs. */
+  readonly execution: ExecutionInfo;
+  /** onyx: the cold start of this session, split. */
+  readonly timings: Timings;
+  /** onyx: facts about the model file. */
+  readonly model: { sha256: string; bytes: number; opset: number; producer: string };
+  private handle: number;
+  private backend: Backend | null;
+
+  private constructor(b: Backend, info: SessionInfo, exec: ExecutionInfo, timings: Timings,
+                      model: InferenceSession['model']) {
+    this.backend = b;
+    this.handle = info.handle;
+    this.inputNames = Object.freeze(info.inputs.map((v) => v.name));
+    this.outputNames = Object.freeze(info.outputs.map((v) => v.name));
+    this.inputMetadata = Object.freeze(info.inputs.map(metadata));
+    this.outputMetadata = Object.freeze(info.outputs.map(metadata));
+    this.execution = Object.freeze(exec);
+    this.timings = Object.freeze(timings);
+    this.model = Object.freeze(model);
+  }
+
+  /** Loads a model from a URL or bytes. */
+  static async create(src: string | ArrayBuffer | ArrayBufferView,
+                      options: InferenceSession.SessionOptions = {}): Promise<InferenceSession> {
+    const eps = (options.executionProviders ?? ['wasm']).map((e) => (typeof e === 'string' ? e : e.name));
+    if (!eps.includes('wasm'))
+      throw new UnsupportedError('Unsupported',
+        `onyx-web runs the 'wasm' execution provider only; asked for ${eps.map((e) => `'${e}'`).join(', ') || 'none'} (it never falls back silently)`);
+    if (eps[0] !== 'wasm')
+      throw new UnsupportedError('Unsupported',
+        `onyx-web runs the 'wasm' execution provider only; '${eps[0]}' comes first in executionProviders ` +
+        `[${eps.join(', ')}]: put 'wasm' first to accept it (onyx-web never falls back silently)`);
+    const plan = planThreads(options.intraOpNumThreads ?? env.wasm.numThreads);
+    let bytes: Uint8Array;
+    let fetchMs = 0, fromCache = false, sha256 = '';
+    if (typeof src === 'string') {
+      const f = await fetchModel(src, { sha256: options.sha256, onProgress: options.onProgress, cache: options.cache } as FetchModelOptions);
+      bytes = f.bytes;
+      fetchMs = f.fetchMs;
+      fromCache = f.fromCache;
+      sha256 = f.sha256;
+    } else if (src instanceof ArrayBuffer) {
+      bytes = new Uint8Array(src);
+    } else if (ArrayBuffer.isView(src)) {
+      bytes = new Uint8Array(src.buffer, src.byteOffset, src.byteLength);
+    } else {
+      throw new InvalidArgumentError('InvalidArgument', 'InferenceSession.create takes a URL string, an ArrayBuffer or a Uint8Array');
+    }
+    if (!sha256) {
+      const { sha256Hex } = await import('./fetch.js');
+      sha256 = await sha256Hex(bytes);
+      if (options.sha256 && options.sha256.toLowerCase() !== sha256)
+        throw makeError('HashMismatch', `the model bytes have SHA-256 ${sha256}, but ${options.sha256.toLowerCase()} was expected; it was not run`);
+    }
+    const { backend, loadedNow } = await getBackend(plan);
+    const level = optimizeLevels[options.graphOptimizationLevel ?? 'all'] ?? 2;
+    // Copied into the worker: the caller keeps its bytes.
+    const info: SessionInfo = await backend.call('create', { model: bytes, threads: plan.threads, strict: !!options.strict, optimize: level });
+    let note = plan.note;
+    if (!note && info.threads < plan.asked)
+      note = `the ${backend.info.artifact} build gives ${info.threads} thread${info.threads === 1 ? '' : 's'}`;
+    const exec: ExecutionInfo = {
+      provider: 'wasm', artifact: backend.info.artifact, version: backend.info.version, threads: info.threads,
+      threadsAsked: plan.asked, threadsNote: note, where: backend.where,
+    };
+    const timings: Timings = {
+      fetchMs, fromCache,
+      wasmFetchMs: loadedNow ? backend.info.wasmFetchMs : 0,
+      compileMs: loadedNow ? backend.info.compileMs : 0,
+      sessionMs: info.sessionMs,
+    };
+    return new InferenceSession(backend, info, exec, timings,
+                                { sha256, bytes: bytes.byteLength, opset: info.opset, producer: info.producer });
+  }
+
+  /** Runs the model; returns the outputs (all, or those named in `fetches`) by name. */
+  async run(feeds: InferenceSession.FeedsType, fetches?: readonly string[] | InferenceSession.RunOptions,
+            options?: InferenceSession.RunOptions): Promise<InferenceSession.ReturnType> {
+    if (!this.backend) throw makeError('Released', 'the session was released');
+    if (!Array.isArray(fetches)) options = (fetches as InferenceSession.RunOptions | undefined) ?? options;
+    if (typeof feeds !== 'object' || feeds === null)
+      throw new InvalidArgumentError('InvalidArgument', `run() takes an object of named Tensors (inputs: ${this.inputNames.join(', ')})`);
+    const names: string[] = [];
+    const wire: WireTensor[] = [];
+    const transfer: ArrayBuffer[] = [];
+    for (const [name, t] of Object.entries(feeds)) {
+      if (!t || typeof t !== 'object' || !('type' in t) || !('dims' in t) || !('data' in t))
+        throw new InvalidArgumentError('InvalidArgument', `feed '${name}' is not a Tensor`);
+      names.push(name);
+      wire.push({ type: t.type as TensorType, dims: [...t.dims], data: t.data });
+      if (options?.transferFeeds && ArrayBuffer.isView(t.data) && t.data.buffer instanceof ArrayBuffer &&
+          !transfer.includes(t.data.buffer))
+        transfer.push(t.data.buffer);
+    }
+    const r: { names: string[]; tensors: WireTensor[] } =
+      await this.backend.call('run', { handle: this.handle, names, feeds: wire }, transfer);
+    const out: InferenceSession.ReturnType = {};
+    const want = Array.isArray(fetches) ? new Set(fetches) : null;
+    r.names.forEach((n, i) => {
+      if (want && !want.has(n)) return;
+      const t = r.tensors[i];
+      out[n] = new Tensor(t.type, t.data as any, t.dims);
+    });
+    if (want)
+      for (const n of want)
+        if (!(n in out))
+          throw new InvalidArgumentError('InvalidArgument', `no output '${n}' (outputs: ${this.outputNames.join(', ')})`);
+    return out;
+  }
+
+  async release(): Promise<void> {
+    if (!this.backend) return;
+    const b = this.backend;
+    this.backend = null;
+    await b.call('release', { handle: this.handle });
+  }
+
+  startProfiling(): void {}
+  endProfiling(): void {}
+}
+
+async function anyBackend(): Promise<Backend> {
+  if (lastBackend) return lastBackend;
+  return (await getBackend(planThreads(env.wasm.numThreads))).backend;
+}
+
+/** The digit reader's preprocessing (src/image) of RGBA pixels: float32 [1, 1, H, W]. */
+export async function preprocessTextLine(image: { data: Uint8Array | Uint8ClampedArray; width: number; height: number },
+                                         params: TextLineParams = {}): Promise<Tensor> {
+  const b = await anyBackend();
+  const rgba = new Uint8Array(image.data.buffer, image.data.byteOffset, image.data.byteLength);
+  const t: WireTensor = await b.call('preprocess', { rgba, width: image.width, height: image.height, params });
+  return new Tensor('float32', t.data as Float32Array, t.dims);
+}
+
+export interface CtcDecodeOptions {
+  /** true (width 10, as `onyx ocr --decoder beam`) or a beam width; default greedy. */
+  beam?: boolean | number;
+  blank?: number;
+  scores?: 'logits' | 'probabilities';
+}
+
+/** CTC decoding (src/post) of one sequence of scores [1, T, C], [T, 1, C] or [T, C]. */
+export async function ctcDecode(logits: Tensor, alphabet: string, o: CtcDecodeOptions = {}): Promise<CtcResult> {
+  const d = logits.dims;
+  if (logits.type !== 'float32')
+    throw new InvalidArgumentError('InvalidArgument', `ctcDecode takes float32 scores, not ${logits.type}`);
+  if (!((d.length === 3 && (d[0] === 1 || d[1] === 1)) || d.length === 2))
+    throw new InvalidArgumentError('InvalidArgument',
+      `ctcDecode decodes one sequence: scores [1, T, C], [T, 1, C] or [T, C], not [${d.join(', ')}]`);
+  const classes = d[d.length - 1];
+  const frames = d.length === 2 ? d[0] : d[0] === 1 ? d[1] : d[0];
+  const beamWidth = o.beam === true ? 10 : typeof o.beam === 'number' ? Math.max(1, Math.floor(o.beam)) : 0;
+  const b = await anyBackend();
+  return b.call('ctc', { scores: logits.data, frames, classes, blank: o.blank ?? 0, beamWidth,
+                         probabilities: o.scores === 'probabilities', alphabet });
+}

@@ -1,0 +1,31 @@
+"""Fixture models for tests/web (written into the folder given): a corrupt copy of the
+digit reader, and a valid model with an op the WebAssembly build cannot run
+(RegexFullMatch, left out of the wasm build: see src/kernels/reference/string.cc)."""
+import os
+import sys
+
+import onnx
+from onnx import TensorProto, helper
+
+
+def main():
+    out, model = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    data = open(model, "rb").read()
+    # Truncated in the middle of the weights: not a model any more.
+    with open(os.path.join(out, "corrupt.onnx"), "wb") as f:
+        f.write(data[: len(data) // 3])
+    g = helper.make_graph(
+        [helper.make_node("Identity", ["s"], ["t"], name="copy"),
+         helper.make_node("RegexFullMatch", ["t"], ["m"], name="match_id", pattern="[0-9]+")],
+        "regex",
+        [helper.make_tensor_value_info("s", TensorProto.STRING, [3])],
+        [helper.make_tensor_value_info("m", TensorProto.BOOL, [3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)], producer_name="tests/web")
+    m.ir_version = 9
+    with open(os.path.join(out, "regex.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+if __name__ == "__main__":
+    main()

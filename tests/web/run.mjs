@@ -1,0 +1,310 @@
+// Playwright tests of onyx-web and the digit reader page in headless Chromium
+// (scripts/test_web.sh runs them). The references are not computed by onyx-web:
+//   - the strings and preprocessed tensors of `onyx ocr --json --save-inputs` (the native
+//     CLI) on the 200 reference crops of models/crnn-digits,
+//   - onnxruntime-web 1.30 running the same onnxruntime-web program on the encoder model,
+//   - fixed expectations (the digits drawn, the error messages of broken models).
+// Screenshots go to the output folder (default build/test-web).
+//
+//   node tests/web/run.mjs [--build build] [--out build/test-web] [--only NAME[,NAME]]
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../web/serve.mjs';
+
+const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const arg = (n, d) => { const i = process.argv.indexOf(n); return i > 0 ? process.argv[i + 1] : d; };
+const build = resolve(root, arg('--build', 'build'));
+const out = resolve(root, arg('--out', join(build, 'test-web')));
+const only = arg('--only', '')?.split(',').filter(Boolean) ?? [];
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const crnn = join(root, 'models/crnn-digits');
+const modelFile = join(crnn, 'crnn-digits-v1-opset17.onnx');
+
+const failures = [];
+let passed = 0;
+function check(cond, what, detail = '') {
+  if (cond) return true;
+  failures.push(`${what}${detail ? `: ${detail}` : ''}`);
+  console.log(`  FAIL ${what}${detail ? `: ${detail}` : ''}`);
+  return false;
+}
+
+/** Float32 data of a little-endian .npy file. */
+function readNpyF32(path) {
+  const b = readFileSync(path);
+  const v1 = b[6] === 1;  // magic (6 bytes), major, minor, header length (u16 in v1, u32 after)
+  const start = v1 ? 10 : 12;
+  const off = start + (v1 ? b.readUInt16LE(8) : b.readUInt32LE(8));
+  const header = b.subarray(start, off).toString('latin1');
+  if (!header.includes("'<f4'")) throw new Error(`${path}: not float32 (${header})`);
+  const shape = /'shape': \(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim()).filter(Boolean).map(Number);
+  const data = new Float32Array(b.buffer.slice(b.byteOffset + off, b.byteOffset + b.length));
+  return { shape, data };
+}
+
+// --- references from the native CLI ---------------------------------------------------------------
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+const onyxBin = join(build, 'onyx');
+if (!existsSync(onyxBin)) { console.error(`tests/web: ${onyxBin} is missing (build the native CLI first)`); process.exit(1); }
+const images = readdirSync(join(crnn, 'reference/images')).filter((f) => f.endsWith('.png')).sort();
+const ocrInputs = join(out, 'ocr-inputs');
+const ocr = JSON.parse(execFileSync(onyxBin, ['ocr', modelFile, ...images.map((f) => join(crnn, 'reference/images', f)),
+                                              '--json', '--save-inputs', ocrInputs], { maxBuffer: 64 << 20 }).toString());
+const expected = new Map(ocr.images.map((r) => [basename(r.file), r.text]));
+const beamImages = images.slice(0, 25);
+const ocrLogits = join(out, 'ocr-logits');
+const ocrBeam = JSON.parse(execFileSync(onyxBin, ['ocr', modelFile, ...beamImages.map((f) => join(crnn, 'reference/images', f)),
+                                                  '--json', '--decoder', 'beam', '--save-logits', ocrLogits], { maxBuffer: 64 << 20 }).toString());
+const expectedGreedy = new Map(ocr.images.map((r) => [basename(r.file), r]));
+const expectedBeam = new Map(ocrBeam.images.map((r) => [basename(r.file), r]));
+const fixtures = join(out, 'fixtures');
+execFileSync('/usr/bin/python3', [join(root, 'tests/web/make_fixtures.py'), fixtures, modelFile]);
+
+const { server, url } = await startServer({ port: 0, build, quiet: true, extra: [['/fixtures/', fixtures]] });
+const { server: server2, url: url2 } = await startServer({ port: 0, build, quiet: true, isolation: false });
+const browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+
+async function newPage(viewport = { width: 1280, height: 900 }, opts = {}) {
+  const ctx = await browser.newContext({ viewport, deviceScaleFactor: opts.scale ?? 1, isMobile: !!opts.mobile, hasTouch: !!opts.mobile });
+  const page = await ctx.newPage();
+  page.on('pageerror', (e) => console.log(`  page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') console.log(`  console: ${m.text()}`); });
+  return page;
+}
+const waitState = (page, states, timeout = 120000) =>
+  page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout });
+
+const tests = {
+  async cold_read_and_screenshots() {
+    const page = await newPage();
+    await page.goto(url);
+    await waitState(page, ['done', 'error']);
+    const text = await page.textContent('#text');
+    check(text === expected.get('0000.png'), 'the page reads reference crop 0000 on load', `${text} vs ${expected.get('0000.png')}`);
+    const exec = await page.textContent('#exec');
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+    const want = Math.min(4, Math.ceil(cores / 2));
+    const artifact = want > 1 ? 'onyx-web-mt' : 'onyx-web';
+    check(exec.includes(`wasm · ${artifact} · ${want} thread`), 'the page shows provider, build and threads', exec);
+    check(!exec.includes('asked'), 'no thread note when isolated', exec);
+    for (const id of ['t-fetch', 't-compile', 't-session', 't-first', 't-cold', 't-warm'])
+      check(/\d/.test(await page.textContent(`#${id}`)), `timing ${id} is shown`);
+    const facts = await page.textContent('#facts');
+    check(facts.includes('crnn-digits v1') && facts.includes('ai.onnx 17') && facts.includes(readFileSync(join(crnn, 'MODEL.md'), 'utf8').match(/SHA-256 \| `([0-9a-f]+)`/)[1]),
+          'card facts: name, opset, hash', facts.slice(0, 200));
+    await page.screenshot({ path: join(out, 'desktop.png'), fullPage: true });
+    // Compare with onnxruntime-web beside it.
+    await page.check('#compare');
+    await page.click('#samples button[data-sample="1"]');
+    await page.waitForFunction(() => document.body.dataset.state === 'done' && document.querySelector('#o-warm').textContent !== '', null, { timeout: 120000 });
+    const [a, b] = [await page.textContent('#t-text'), await page.textContent('#o-text')];
+    check(a === expected.get('0001.png') && b === a, 'onyx-web and onnxruntime-web read sample 0001 alike', `${a} / ${b}`);
+    await page.screenshot({ path: join(out, 'desktop-compare.png'), fullPage: true });
+    await page.context().close();
+
+    const phone = await newPage({ width: 390, height: 844 }, { mobile: true, scale: 2 });
+    // Two threads asked for: the pthreads build, side by side with onnxruntime-web's two.
+    await phone.goto(url + '?ort=1&threads=2');
+    await waitState(phone, ['done', 'error']);
+    const pexec = await phone.textContent('#exec');
+    check(pexec.includes('wasm · onyx-web-mt · 2 threads'), 'threads=2: the pthreads build with 2 threads', pexec);
+    await phone.waitForFunction(() => document.querySelector('#o-warm').textContent !== '', null, { timeout: 120000 });
+    check((await phone.textContent('#text')) === expected.get('0000.png'), 'phone width: reads crop 0000');
+    const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(overflow <= 0, 'phone width: no horizontal scrolling', `${overflow}px too wide`);
+    await phone.screenshot({ path: join(out, 'phone.png'), fullPage: true });
+    await phone.context().close();
+  },
+
+  async reference_crops() {
+    const page = await newPage();
+    await page.goto(url + '?auto=0&warm=1');
+    await waitState(page, ['ready', 'error']);
+    const got = await page.evaluate(async (names) => {
+      const res = [];
+      for (const n of names) {
+        const blob = await (await fetch(`/models/crnn-digits/reference/images/${n}`)).blob();
+        await window.onyxPage.read(await window.onyxPage.decode(blob), n);
+        const r = window.onyxPage.results.at(-1);
+        const x = r.input;
+        const bytes = new Uint8Array(x.data.buffer, x.data.byteOffset, x.data.byteLength);
+        let s = '';
+        for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+        res.push({ name: n, label: r.label, text: document.querySelector('#text').textContent, dims: [...x.dims], b64: btoa(s) });
+      }
+      return res;
+    }, images);
+    let textOk = 0, tensorOk = 0, maxDiff = 0;
+    for (const r of got) {
+      const want = expected.get(r.name);
+      if (check(r.text === (want || '(nothing read)'), `crop ${r.name}: the page shows what onyx ocr reads`, `${r.text} vs ${want}`)) textOk++;
+      const ref = readNpyF32(join(ocrInputs, r.name.replace('.png', '.npy')));
+      const buf = Buffer.from(r.b64, 'base64');
+      const mine = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+      let same = ref.shape.join() === r.dims.join() && mine.length === ref.data.length;
+      for (let i = 0; same && i < mine.length; ++i) maxDiff = Math.max(maxDiff, Math.abs(mine[i] - ref.data[i]));
+      if (same && check(mine.every((v, i) => Object.is(v, ref.data[i])), `crop ${r.name}: browser tensor equals onyx ocr --save-inputs`)) tensorOk++;
+      else if (!same) check(false, `crop ${r.name}: tensor shape`, `${r.dims} vs ${ref.shape}`);
+    }
+    console.log(`  ${textOk}/${got.length} strings as onyx ocr, ${tensorOk}/${got.length} tensors bit-identical (max |diff| ${maxDiff})`);
+    check(got.length === images.length && images.length === 200, 'all 200 reference crops were read', `${got.length}`);
+    // ctcDecode on the native CLI's logits (--save-logits), greedy and beam (width 10),
+    // against what onyx ocr decoded from them: the same text, confidences, log-probability.
+    const logits = beamImages.map((n) => ({ n, ...readNpyF32(join(ocrLogits, n.replace('.png', '.npy'))) }));
+    const dec = await page.evaluate(async (ls) => {
+      const onyx = await import('/dist/index.mjs');
+      const res = {};
+      for (const l of ls) {
+        const t = new onyx.Tensor('float32', Float32Array.from(l.data), l.shape);
+        res[l.n] = { greedy: await onyx.ctcDecode(t, '0123456789'), beam: await onyx.ctcDecode(t, '0123456789', { beam: true }) };
+      }
+      return res;
+    }, logits.map((l) => ({ n: l.n, shape: l.shape, data: Array.from(l.data) })));
+    let decOk = 0;
+    const close = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b));
+    for (const n of beamImages) {
+      const wb = expectedBeam.get(n), wg = expectedGreedy.get(n), d = dec[n];
+      const ok = d.beam.text === wb.text && close(d.beam.logProb, wb.log_prob) && d.greedy.text === wg.text &&
+                 d.greedy.confidence.length === wg.confidence.length && d.greedy.confidence.every((c, i) => close(c, wg.confidence[i]));
+      if (check(ok, `crop ${n}: ctcDecode greedy and beam as onyx ocr on the same logits`,
+                JSON.stringify({ got: d, want: { beam: [wb.text, wb.log_prob], greedy: [wg.text, wg.confidence] } }))) decOk++;
+    }
+    console.log(`  ctcDecode: ${decOk}/${beamImages.length} crops decode (greedy with confidences, beam with log-probability) as onyx ocr`);
+    await page.context().close();
+  },
+
+  async drawn_digits() {
+    const page = await newPage();
+    await page.goto(url + '?auto=0&warm=1');
+    await waitState(page, ['ready', 'error']);
+    const box = await page.locator('#pad').boundingBox();
+    // Strokes of "147" in canvas units (the pad is 600 x 150), drawn as a pen would.
+    const strokes = [
+      [[130, 40], [150, 28], [150, 122]],                       // 1
+      [[235, 28], [205, 92], [262, 92]], [[250, 60], [250, 122]], // 4
+      [[310, 30], [370, 30], [330, 122]],                       // 7
+    ];
+    const sx = box.width / 600, sy = box.height / 150;
+    for (const s of strokes) {
+      await page.mouse.move(box.x + s[0][0] * sx, box.y + s[0][1] * sy);
+      await page.mouse.down();
+      for (let i = 1; i < s.length; ++i) {
+        const [x0, y0] = s[i - 1], [x1, y1] = s[i];
+        for (let k = 1; k <= 12; ++k)
+          await page.mouse.move(box.x + (x0 + (x1 - x0) * k / 12) * sx, box.y + (y0 + (y1 - y0) * k / 12) * sy);
+      }
+      await page.mouse.up();
+    }
+    await page.click('#read-drawing');
+    await waitState(page, ['done', 'error']);
+    const text = await page.textContent('#text');
+    check(text === '147', 'a drawn "147" is read', text);
+    await page.screenshot({ path: join(out, 'drawn.png'), fullPage: true });
+    await page.context().close();
+  },
+
+  async error_messages() {
+    const cases = [
+      ['corrupt', '?model=/fixtures/corrupt.onnx', 'InvalidModel', /malformed protobuf/],
+      ['hash-mismatch', `?sha256=${'0'.repeat(64)}`, 'HashMismatch', /has SHA-256 [0-9a-f]{64}, but 0{64} was expected.*it was not run/],
+      ['strict-unsupported', '?model=/fixtures/regex.onnx&strict=1&auto=0', 'Unsupported',
+       /strict: the wasm provider cannot run 1 of 2 nodes:\s+RegexFullMatch 'match_id' \(opset 20\)/],
+    ];
+    for (const [name, query, code, re] of cases) {
+      const page = await newPage({ width: 900, height: 700 });
+      await page.goto(url + query);
+      await waitState(page, ['error', 'done', 'ready'], 60000);
+      const shown = await page.locator('#error').isVisible();
+      const text = shown ? await page.textContent('#error') : '';
+      const c = await page.getAttribute('#error', 'data-code');
+      check(shown && c === code && re.test(text), `${name}: the page shows a clear ${code} message`, text || '(no message)');
+      check(!/Aborted|unreachable|RuntimeError/.test(text), `${name}: no Aborted()/unreachable`, text);
+      await page.screenshot({ path: join(out, `error-${name}.png`) });
+      await page.context().close();
+    }
+    // Errors of run(): the input's name, rank and NCHW shape, through the API.
+    const page = await newPage();
+    await page.goto(url + '?auto=0');
+    await waitState(page, ['ready', 'error']);
+    const errs = await page.evaluate(async () => {
+      const onyx = await import('/dist/index.mjs');
+      const s = window.onyxPage.state.session;
+      const tries = {
+        name: { nope: new onyx.Tensor('float32', new Float32Array(32 * 16), [1, 1, 32, 16]) },
+        dtype: { input: new onyx.Tensor('int32', new Int32Array(32 * 16), [1, 1, 32, 16]) },
+        nhwc: { input: new onyx.Tensor('float32', new Float32Array(32 * 16), [1, 32, 16, 1]) },
+      };
+      const r = {};
+      for (const [k, feeds] of Object.entries(tries)) {
+        try { await s.run(feeds); r[k] = 'no error'; } catch (e) { r[k] = `${e.constructor.name} ${e.code}: ${e.message}`; }
+      }
+      return r;
+    });
+    check(/^InvalidArgumentError InvalidArgument: .*'nope'/.test(errs.name), 'run(): unknown input name', errs.name);
+    check(/^InvalidArgumentError InvalidArgument: .*int32.*float/.test(errs.dtype), 'run(): wrong dtype', errs.dtype);
+    check(/^InvalidArgumentError InvalidArgument: .*looks like NHWC \(channels last\) while the model expects NCHW/.test(errs.nhwc), 'run(): NHWC given, NCHW hint', errs.nhwc);
+    await page.context().close();
+  },
+
+  async ort_program_unchanged() {
+    const model = join(build, 'models/transformer/model.onnx');
+    if (!check(existsSync(model), 'the encoder model is exported', `${model} is missing: run ctest -R models_export in ${build}`)) return;
+    const x = readNpyF32(join(build, 'models/transformer/set_0/x.npy'));
+    const res = {};
+    for (const runtime of ['ort', 'onyx']) {
+      const page = await newPage();
+      await page.goto(`${url}tests/ort_program.html?runtime=${runtime}`);
+      await page.waitForFunction(() => document.body.dataset.ready === '1');
+      res[runtime] = await page.evaluate((a) => window.runProgram(a), {
+        modelUrl: '/build-models/transformer/model.onnx', wasmPaths: runtime === 'onyx' ? '/dist/' : '/ort/', threads: 2,
+        x: Array.from(x.data), xDims: x.shape,
+      });
+      await page.context().close();
+    }
+    const { ort, onyx } = res;
+    for (const k of ['inputNames', 'outputNames', 'inputMetadata', 'outputMetadata', 'type', 'dims', 'isFloat32Array'])
+      check(JSON.stringify(ort[k]) === JSON.stringify(onyx[k]), `ort program: ${k} as onnxruntime-web`, `${JSON.stringify(onyx[k])} vs ${JSON.stringify(ort[k])}`);
+    let maxDiff = 0;
+    for (let i = 0; i < ort.data.length; ++i) maxDiff = Math.max(maxDiff, Math.abs(ort.data[i] - onyx.data[i]));
+    check(ort.data.length === onyx.data.length && maxDiff < 1e-4, 'ort program: outputs match onnxruntime-web', `max |diff| ${maxDiff}`);
+    console.log(`  encoder output ${onyx.dims}: max |onyx-web - onnxruntime-web| = ${maxDiff.toExponential(2)}`);
+  },
+
+  async not_isolated_says_so() {
+    const page = await newPage();
+    await page.goto(url2);
+    await waitState(page, ['done', 'error']);
+    const exec = await page.textContent('#exec');
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+    const want = Math.min(4, Math.ceil(cores / 2));
+    check((await page.textContent('#text')) === expected.get('0000.png'), 'without COOP/COEP: still reads crop 0000');
+    check(exec.includes('onyx-web · 1 thread') && (want === 1 || exec.includes('not cross-origin isolated')),
+          'without COOP/COEP: the single-threaded build, and the page says why', exec);
+    await page.context().close();
+  },
+};
+
+const t0 = Date.now();
+for (const [name, fn] of Object.entries(tests)) {
+  if (only.length && !only.includes(name)) continue;
+  const before = failures.length;
+  const t = Date.now();
+  try {
+    await fn();
+  } catch (e) {
+    check(false, `${name} threw`, e.stack ?? String(e));
+  }
+  const ok = failures.length === before;
+  if (ok) passed++;
+  console.log(`${ok ? 'PASS' : 'FAIL'} ${name} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+}
+await browser.close();
+server.close();
+server2.close();
+console.log(`tests/web: ${passed} passed, ${failures.length ? `${failures.length} checks failed` : 'no failures'}; ` +
+            `screenshots in ${out} (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+process.exit(failures.length ? 1 : 0);
