@@ -45,10 +45,13 @@ const cores = await probe.evaluate(() => navigator.hardwareConcurrency);
 await probe.context().close();
 const threadCounts = [...new Set([1, cores])];
 
+// 'onyx-main': onyx-web with env.wasm.proxy = false, on the page thread as onnxruntime-web
+// runs by default (1 thread only: threads need the worker), to show the worker's share.
 async function once(runtime, m, threads) {
   const ctx = await browser.newContext();
   const page = await ctx.newPage();
-  const q = new URLSearchParams({ runtime, model: m.model, input: m.input, threads: String(threads), warm: String(warmRuns) });
+  const q = new URLSearchParams({ runtime: runtime === 'onyx-main' ? 'onyx' : runtime, model: m.model, input: m.input,
+                                  threads: String(threads), warm: String(warmRuns), proxy: runtime === 'onyx-main' ? '0' : '1' });
   await page.goto(`${url}bench/bench.html?${q}`);
   await page.waitForFunction(() => window.result, null, { timeout: 300000 });
   const r = await page.evaluate(() => window.result);
@@ -74,7 +77,7 @@ const pageColds = [];
 for (let r = 0; r < rounds; ++r) {
   for (const m of models)
     for (const t of threadCounts)
-      for (const rt of r % 2 ? ['ort', 'onyx'] : ['onyx', 'ort']) {
+      for (const rt of [...(r % 2 ? ['ort', 'onyx'] : ['onyx', 'ort']), ...(t === 1 ? ['onyx-main'] : [])]) {
         const k = `${m.key}|${t}|${rt}`;
         (samples[k] ??= []).push(await once(rt, m, t));
         const last = samples[k].at(-1);
@@ -105,7 +108,7 @@ size('onnxruntime-web 1.30 ort-wasm-simd-threaded.mjs', join(ortDist, 'ort-wasm-
 size('onnxruntime-web 1.30 ort.wasm.min.mjs', join(ortDist, 'ort.wasm.min.mjs'));
 
 const rows = [];
-const geo = { warm: [], cold: [] };
+const geo = { warm: [], cold: [], min: [], main: [] };
 for (const m of models)
   for (const t of threadCounts) {
     const a = samples[`${m.key}|${t}|onyx`], b = samples[`${m.key}|${t}|ort`];
@@ -113,9 +116,16 @@ for (const m of models)
       model: m.name, threads: t, onyxThreads: a[0].threads, onyxArtifact: a[0].artifact,
       onyxCold: median(a.map((x) => x.cold)), ortCold: median(b.map((x) => x.cold)),
       onyxWarm: median(a.map((x) => x.warm)), ortWarm: median(b.map((x) => x.warm)),
+      onyxMin: Math.min(...a.map((x) => x.min)), ortMin: Math.min(...b.map((x) => x.min)),
     };
+    const c = samples[`${m.key}|${t}|onyx-main`];
+    if (c) row.onyxMainWarm = median(c.map((x) => x.warm));
     rows.push(row);
-    if (t === 1) { geo.warm.push(row.onyxWarm / row.ortWarm); geo.cold.push(row.onyxCold / row.ortCold); }
+    if (t === 1) {
+      geo.warm.push(row.onyxWarm / row.ortWarm); geo.cold.push(row.onyxCold / row.ortCold);
+      geo.min.push(row.onyxMin / row.ortMin);
+      if (row.onyxMainWarm !== undefined) geo.main.push(row.onyxMainWarm / row.ortWarm);
+    }
   }
 const gmean = (v) => Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length);
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
@@ -127,12 +137,14 @@ md += `Written by \`make bench-web\` (bench/web/run.mjs) on ${new Date().toISOSt
 md += `${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${chromeVersion}, pages served from loopback with COOP/COEP. The machine is shared with other builds, so absolute times wander; `;
 md += `the two runtimes alternate within each of ${rounds} rounds and each figure is the median of the rounds.\n\n`;
 md += `- **cold**: a fresh browser context (empty HTTP and code caches), navigation start to the first run's output in hand: the runtime's JS and .wasm download and compile, the model download, session creation, the input (.npy) download and the first run (bench/web/bench.html).\n`;
-md += `- **warm**: median of ${warmRuns} further runs of the same input in that page, as \`await session.run(feeds)\` sees it (onyx-web: a round trip to its worker; onnxruntime-web: on the page thread).\n`;
-md += `- Both get the same \`env.wasm.numThreads\`; onnxruntime-web 1.30 ships only its threaded .wasm, used for 1 thread too.\n\n`;
-md += `| model | threads | onyx-web cold | onnxruntime-web cold | ratio | onyx-web warm | onnxruntime-web warm | ratio |\n|---|---|---|---|---|---|---|---|\n`;
+md += `- **warm**: after at least 1 s (and 5 runs) of untimed runs (V8 starts wasm in its baseline compiler and optimizes the hot functions in the background as they run), median of ${warmRuns} further runs of the same input in that page, as \`await session.run(feeds)\` sees it (onyx-web: a round trip to its worker; onnxruntime-web: on the page thread).\n`;
+md += `- Both get the same \`env.wasm.numThreads\`; onnxruntime-web 1.30 ships only its threaded .wasm, used for 1 thread too.\n`;
+md += `- **fastest**: the fastest single warm run of all rounds, onyx-web / onnxruntime-web: on a loaded machine the median includes time the threads waited for a core, and onyx-web's round trip to its worker is two such waits.\n`;
+md += `- **page thread**: onyx-web's warm median with \`env.wasm.proxy = false\` (no worker, where onnxruntime-web runs), 1 thread.\n\n`;
+md += `| model | threads | onyx-web cold | onnxruntime-web cold | ratio | onyx-web warm | onnxruntime-web warm | ratio | fastest | page thread |\n|---|---|---|---|---|---|---|---|---|---|\n`;
 for (const r of rows)
-  md += `| ${r.model} | ${r.threads}${r.onyxThreads !== r.threads ? ` (onyx: ${r.onyxThreads})` : ''} | ${f(r.onyxCold)} ms | ${f(r.ortCold)} ms | ${(r.onyxCold / r.ortCold).toFixed(2)}x | ${f(r.onyxWarm)} ms | ${f(r.ortWarm)} ms | ${(r.onyxWarm / r.ortWarm).toFixed(2)}x |\n`;
-md += `\nGeomean onyx-web / onnxruntime-web over the ${geo.warm.length} models, 1 thread: warm **${gmean(geo.warm).toFixed(2)}x**, cold ${gmean(geo.cold).toFixed(2)}x.\n`;
+  md += `| ${r.model} | ${r.threads}${r.onyxThreads !== r.threads ? ` (onyx: ${r.onyxThreads})` : ''} | ${f(r.onyxCold)} ms | ${f(r.ortCold)} ms | ${(r.onyxCold / r.ortCold).toFixed(2)}x | ${f(r.onyxWarm)} ms | ${f(r.ortWarm)} ms | ${(r.onyxWarm / r.ortWarm).toFixed(2)}x | ${f(r.onyxMin)} / ${f(r.ortMin)} ms | ${r.onyxMainWarm === undefined ? '' : `${f(r.onyxMainWarm)} ms (${(r.onyxMainWarm / r.ortWarm).toFixed(2)}x)`} |\n`;
+md += `\nGeomean onyx-web / onnxruntime-web over the ${geo.warm.length} models, 1 thread: warm **${gmean(geo.warm).toFixed(2)}x**, cold ${gmean(geo.cold).toFixed(2)}x; fastest run ${gmean(geo.min).toFixed(2)}x; warm on the page thread ${gmean(geo.main).toFixed(2)}x.\n`;
 if (pageColds.length)
   md += `\nThe digit reader page itself (web/, 1 thread, fresh context): navigation to the first string shown, with PNG decoding, preprocessing and CTC decoding in onyx-web: median ${f(median(pageColds))} ms over ${pageColds.length} loads.\n`;
 md += `\n## Sizes\n\n| file | raw | gzip -9 |\n|---|---|---|\n`;

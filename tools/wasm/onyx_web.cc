@@ -3,8 +3,8 @@
 // (onyx's ErrorCode and message), which the JS side turns into an exception, so no C++
 // exception ever crosses into JS as a bare number and nothing aborts.
 //
-// Protocol: call a function, then onyx_last_error_code(); -1 means it succeeded, else it
-// is the onyx::ErrorCode (kOutOfMemory for std::bad_alloc) and onyx_last_error_message()
+// Protocol: call a function, then onyx_web_last_error_code(); -1 means it succeeded, else it
+// is the onyx::ErrorCode (kOutOfMemory for std::bad_alloc) and onyx_web_last_error_message()
 // says what went wrong. Dimensions cross the boundary as doubles (exact up to 2^53, and
 // no 64-bit integers in the JS calling convention).
 #include <cmath>
@@ -137,22 +137,22 @@ Dims read_dims(const double* dims, int rank) {
 }  // namespace
 
 /// A session and its metadata, as the JS side holds it.
-struct OnyxSession {
+struct OnyxWebSession {
   std::unique_ptr<Session> session;
   std::string io_json;
   int threads = 1;
 };
 
 /// One run: the feeds being built, then the outputs.
-struct OnyxRun {
-  OnyxSession* owner = nullptr;
+struct OnyxWebRun {
+  OnyxWebSession* owner = nullptr;
   std::vector<std::pair<std::string, Value>> feeds;
   std::vector<Value> outputs;
   std::vector<std::vector<double>> out_dims;
 };
 
 /// A result buffer (preprocessed tensor or decoded JSON).
-struct OnyxBuffer {
+struct OnyxWebBuffer {
   Tensor tensor;
   std::string text;
   std::vector<double> dims;
@@ -161,10 +161,10 @@ struct OnyxBuffer {
 
 extern "C" {
 
-int onyx_last_error_code() { return g_error_code; }
-const char* onyx_last_error_message() { return g_error_message.c_str(); }
+int onyx_web_last_error_code() { return g_error_code; }
+const char* onyx_web_last_error_message() { return g_error_message.c_str(); }
 
-const char* onyx_version() {
+const char* onyx_web_version() {
 #ifdef __EMSCRIPTEN_PTHREADS__
   return "onyx-web 0.1.0 (wasm32, simd128, pthreads)";
 #else
@@ -174,14 +174,14 @@ const char* onyx_version() {
 
 /// 1 for the single-threaded build; the pthreads build takes any count (its workers are
 /// started by the loader).
-int onyx_max_threads() { return usable_threads(1 << 16); }
+int onyx_web_max_threads() { return usable_threads(1 << 16); }
 
 /// Loads and plans a model from bytes. `strict`: first list every node the wasm provider
 /// cannot run (as `onyx check --provider wasm --strict`) and refuse the model when there
 /// is one. `optimize`: 0 none, 1 basic, 2 all.
-OnyxSession* onyx_session_create(const uint8_t* data, size_t size, int threads, int strict, int optimize) {
+OnyxWebSession* onyx_web_session_create(const uint8_t* data, size_t size, int threads, int strict, int optimize) {
   return guarded(
-      [&]() -> OnyxSession* {
+      [&]() -> OnyxWebSession* {
         std::shared_ptr<ir::Model> model = format::load_model_from_bytes(data, size);
         if (strict) {
           check::Options co;
@@ -209,7 +209,7 @@ OnyxSession* onyx_session_create(const uint8_t* data, size_t size, int threads, 
         so.optimize = optimize <= 0 ? GraphOptimization::kNone
                       : optimize == 1 ? GraphOptimization::kBasic
                                       : GraphOptimization::kAll;
-        auto s = std::make_unique<OnyxSession>();
+        auto s = std::make_unique<OnyxWebSession>();
         int64_t opset = 0;
         auto it = model->opset_imports.find("");
         if (it != model->opset_imports.end()) opset = it->second;
@@ -226,22 +226,21 @@ OnyxSession* onyx_session_create(const uint8_t* data, size_t size, int threads, 
         const ModelMetadata& md = s->session->metadata();
         json_string(j, md.producer_name + (md.producer_version.empty() ? "" : " " + md.producer_version));
         j += ",\"build\":";
-        json_string(j, onyx_version());
+        json_string(j, onyx_web_version());
         j += '}';
         return s.release();
       },
       nullptr);
 }
 
-void onyx_session_release(OnyxSession* s) { delete s; }
-int onyx_session_threads(const OnyxSession* s) { return s ? s->threads : 0; }
-const char* onyx_session_io_json(const OnyxSession* s) { return s ? s->io_json.c_str() : ""; }
+void onyx_web_session_release(OnyxWebSession* s) { delete s; }
+const char* onyx_web_session_io_json(const OnyxWebSession* s) { return s ? s->io_json.c_str() : ""; }
 
-OnyxRun* onyx_run_begin(OnyxSession* s) {
+OnyxWebRun* onyx_web_run_begin(OnyxWebSession* s) {
   return guarded(
-      [&]() -> OnyxRun* {
+      [&]() -> OnyxWebRun* {
         if (!s) fail_code(ErrorCode::kInvalidArgument, "the session was released");
-        auto r = new OnyxRun;
+        auto r = new OnyxWebRun;
         r->owner = s;
         return r;
       },
@@ -250,7 +249,7 @@ OnyxRun* onyx_run_begin(OnyxSession* s) {
 
 /// Adds a numeric/bool feed and returns where its nbytes of data go (the JS side copies
 /// the typed array there). Null with no error for an empty tensor.
-void* onyx_run_input(OnyxRun* r, const char* name, int dtype, const double* dims, int rank) {
+void* onyx_web_run_input(OnyxWebRun* r, const char* name, int dtype, const double* dims, int rank) {
   return guarded(
       [&]() -> void* {
         if (!dtype_valid(dtype) || dtype == static_cast<int>(DType::kString))
@@ -266,7 +265,7 @@ void* onyx_run_input(OnyxRun* r, const char* name, int dtype, const double* dims
 }
 
 /// Adds a string feed: `count` UTF-8 strings at ptrs[i] with lens[i] bytes.
-int onyx_run_string_input(OnyxRun* r, const char* name, const double* dims, int rank, const char* const* ptrs,
+int onyx_web_run_string_input(OnyxWebRun* r, const char* name, const double* dims, int rank, const char* const* ptrs,
                           const uint32_t* lens, int count) {
   return guarded(
       [&]() -> int {
@@ -281,7 +280,7 @@ int onyx_run_string_input(OnyxRun* r, const char* name, const double* dims, int 
       -1);
 }
 
-int onyx_run_execute(OnyxRun* r) {
+int onyx_web_run_execute(OnyxWebRun* r) {
   return guarded(
       [&]() -> int {
         r->outputs = r->owner->session->run(r->feeds);
@@ -300,35 +299,35 @@ int onyx_run_execute(OnyxRun* r) {
       -1);
 }
 
-int onyx_run_output_count(const OnyxRun* r) { return static_cast<int>(r->outputs.size()); }
-const char* onyx_run_output_name(const OnyxRun* r, int i) {
+int onyx_web_run_output_count(const OnyxWebRun* r) { return static_cast<int>(r->outputs.size()); }
+const char* onyx_web_run_output_name(const OnyxWebRun* r, int i) {
   return r->owner->session->outputs()[static_cast<size_t>(i)].name.c_str();
 }
-int onyx_run_output_dtype(const OnyxRun* r, int i) {
+int onyx_web_run_output_dtype(const OnyxWebRun* r, int i) {
   return static_cast<int>(r->outputs[static_cast<size_t>(i)].tensor().dtype());
 }
-int onyx_run_output_rank(const OnyxRun* r, int i) {
+int onyx_web_run_output_rank(const OnyxWebRun* r, int i) {
   return static_cast<int>(r->out_dims[static_cast<size_t>(i)].size());
 }
-const double* onyx_run_output_dims(const OnyxRun* r, int i) { return r->out_dims[static_cast<size_t>(i)].data(); }
-const void* onyx_run_output_data(const OnyxRun* r, int i) { return r->outputs[static_cast<size_t>(i)].tensor().raw(); }
-size_t onyx_run_output_nbytes(const OnyxRun* r, int i) {
+const double* onyx_web_run_output_dims(const OnyxWebRun* r, int i) { return r->out_dims[static_cast<size_t>(i)].data(); }
+const void* onyx_web_run_output_data(const OnyxWebRun* r, int i) { return r->outputs[static_cast<size_t>(i)].tensor().raw(); }
+size_t onyx_web_run_output_nbytes(const OnyxWebRun* r, int i) {
   const Tensor& t = r->outputs[static_cast<size_t>(i)].tensor();
   return t.dtype() == DType::kString ? 0 : t.nbytes();
 }
-const char* onyx_run_output_string(const OnyxRun* r, int i, int k) {
+const char* onyx_web_run_output_string(const OnyxWebRun* r, int i, int k) {
   return r->outputs[static_cast<size_t>(i)].tensor().data<std::string>()[k].data();
 }
-size_t onyx_run_output_string_len(const OnyxRun* r, int i, int k) {
+size_t onyx_web_run_output_string_len(const OnyxWebRun* r, int i, int k) {
   return r->outputs[static_cast<size_t>(i)].tensor().data<std::string>()[k].size();
 }
-void onyx_run_free(OnyxRun* r) { delete r; }
+void onyx_web_run_free(OnyxWebRun* r) { delete r; }
 
 /// src/image's text-line preprocessing of RGBA8 pixels: a float32 [1, 1, height, W].
-OnyxBuffer* onyx_preprocess_rgba(const uint8_t* rgba, int width, int height, int out_height, int min_width,
+OnyxWebBuffer* onyx_web_preprocess_rgba(const uint8_t* rgba, int width, int height, int out_height, int min_width,
                                  double scale, double mean, double std) {
   return guarded(
-      [&]() -> OnyxBuffer* {
+      [&]() -> OnyxWebBuffer* {
         image::TextLineParams p;
         p.height = out_height;
         p.min_width = min_width;
@@ -343,7 +342,7 @@ OnyxBuffer* onyx_preprocess_rgba(const uint8_t* rgba, int width, int height, int
         if (p.std == 0 || !std::isfinite(p.std) || !std::isfinite(p.mean) || !std::isfinite(p.scale))
           fail_code(ErrorCode::kInvalidArgument, "mean, std and scale must be finite, std non-zero");
         image::GrayImage g = image::rgba_to_gray(rgba, width, height);
-        auto b = std::make_unique<OnyxBuffer>();
+        auto b = std::make_unique<OnyxWebBuffer>();
         b->tensor = image::preprocess_gray(g, p);
         b->dims.assign(b->tensor.dims().begin(), b->tensor.dims().end());
         return b.release();
@@ -351,19 +350,19 @@ OnyxBuffer* onyx_preprocess_rgba(const uint8_t* rgba, int width, int height, int
       nullptr);
 }
 
-const void* onyx_buffer_data(const OnyxBuffer* b) { return b->is_text ? b->text.data() : b->tensor.raw(); }
-size_t onyx_buffer_size(const OnyxBuffer* b) { return b->is_text ? b->text.size() : b->tensor.nbytes(); }
-const double* onyx_buffer_dims(const OnyxBuffer* b) { return b->dims.data(); }
-void onyx_buffer_free(OnyxBuffer* b) { delete b; }
+const void* onyx_web_buffer_data(const OnyxWebBuffer* b) { return b->is_text ? b->text.data() : b->tensor.raw(); }
+size_t onyx_web_buffer_size(const OnyxWebBuffer* b) { return b->is_text ? b->text.size() : b->tensor.nbytes(); }
+const double* onyx_web_buffer_dims(const OnyxWebBuffer* b) { return b->dims.data(); }
+void onyx_web_buffer_free(OnyxWebBuffer* b) { delete b; }
 
 /// CTC decoding of one sequence of scores [frames, classes] (src/post): greedy when
 /// beam_width is 0, else prefix beam search. `probabilities`: the scores are
 /// probabilities, not logits. Returns JSON {"text", "labels", "confidence" (greedy: per
 /// character, the highest softmax probability over the frames of its run) or "logProb"}.
-OnyxBuffer* onyx_ctc_decode(const float* scores, int frames, int classes, int blank, int beam_width,
+OnyxWebBuffer* onyx_web_ctc_decode(const float* scores, int frames, int classes, int blank, int beam_width,
                             int probabilities, const char* alphabet_text) {
   return guarded(
-      [&]() -> OnyxBuffer* {
+      [&]() -> OnyxWebBuffer* {
         if (frames < 0 || classes < 1)
           fail_code(ErrorCode::kInvalidArgument, "scores must be [frames, classes] with classes >= 1");
         if (blank < 0 || blank >= classes)
@@ -417,7 +416,7 @@ OnyxBuffer* onyx_ctc_decode(const float* scores, int frames, int classes, int bl
         j += "],\"text\":";
         json_string(j, post::ctc_labels_to_text(labels, alphabet, blank, classes));
         j += '}';
-        auto b = std::make_unique<OnyxBuffer>();
+        auto b = std::make_unique<OnyxWebBuffer>();
         b->is_text = true;
         b->text = std::move(j);
         return b.release();

@@ -129,15 +129,15 @@ export class Core {
       compileMs: t3 - t1,  // compilation, then the glue's import and instantiation
       wasmBytes: bytes.byteLength,
     });
-    core.info.version = m.UTF8ToString(m._onyx_version());
-    core.info.maxThreads = o.threaded ? Math.max(1, o.poolSize + 1) : m._onyx_max_threads();
+    core.info.version = m.UTF8ToString(m._onyx_web_version());
+    core.info.maxThreads = o.threaded ? Math.max(1, o.poolSize + 1) : m._onyx_web_max_threads();
     return core;
   }
 
   /** Throws the module's last error, if the last call set one. */
   private check(): void {
-    const code = this.em._onyx_last_error_code();
-    if (code >= 0) throw makeError(code, this.em.UTF8ToString(this.em._onyx_last_error_message()));
+    const code = this.em._onyx_web_last_error_code();
+    if (code >= 0) throw makeError(code, this.em.UTF8ToString(this.em._onyx_web_last_error_message()));
   }
 
   private cstr(s: string): number {
@@ -165,22 +165,22 @@ export class Core {
     const p = this.copyIn(model);
     let h: number;
     try {
-      h = this.em._onyx_session_create(p, model.byteLength, Math.min(threads, this.info.maxThreads), strict ? 1 : 0, optimize);
+      h = this.em._onyx_web_session_create(p, model.byteLength, Math.min(threads, this.info.maxThreads), strict ? 1 : 0, optimize);
     } finally {
       this.em._free(p);
     }
     this.check();
-    const meta = JSON.parse(this.em.UTF8ToString(this.em._onyx_session_io_json(h)));
+    const meta = JSON.parse(this.em.UTF8ToString(this.em._onyx_web_session_io_json(h)));
     return { handle: h, ...meta, sessionMs: now() - t0 };
   }
 
   releaseSession(h: number): void {
-    this.em._onyx_session_release(h);
+    this.em._onyx_web_session_release(h);
   }
 
   run(h: number, names: string[], feeds: WireTensor[]): { names: string[]; tensors: WireTensor[] } {
     const m = this.em;
-    const r = m._onyx_run_begin(h);
+    const r = m._onyx_web_run_begin(h);
     this.check();
     const temps: number[] = [];
     try {
@@ -202,39 +202,39 @@ export class Core {
             this.heap().u32[ptrs / 4 + k] = sp;
             this.heap().u32[lens / 4 + k] = b.byteLength;
           });
-          m._onyx_run_string_input(r, np, dp, f.dims.length, ptrs, lens, strs.length);
+          m._onyx_web_run_string_input(r, np, dp, f.dims.length, ptrs, lens, strs.length);
           this.check();
         } else {
           const code = typeCodes[f.type];
           if (code === undefined) throw makeError('InvalidArgument', `input '${names[i]}': unsupported type '${f.type}'`);
-          const dst = m._onyx_run_input(r, np, code, dp, f.dims.length);
+          const dst = m._onyx_web_run_input(r, np, code, dp, f.dims.length);
           this.check();
           const v = f.data as ArrayBufferView;
           if (dst && v.byteLength) this.heap().u8.set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength), dst);
         }
       }
-      m._onyx_run_execute(r);
+      m._onyx_web_run_execute(r);
       this.check();
       const outNames: string[] = [];
       const tensors: WireTensor[] = [];
-      const n = m._onyx_run_output_count(r);
+      const n = m._onyx_web_run_output_count(r);
       for (let i = 0; i < n; ++i) {
-        outNames.push(m.UTF8ToString(m._onyx_run_output_name(r, i)));
-        const code = m._onyx_run_output_dtype(r, i);
+        outNames.push(m.UTF8ToString(m._onyx_web_run_output_name(r, i)));
+        const code = m._onyx_web_run_output_dtype(r, i);
         const type = typeOfCode(code);
-        const rank = m._onyx_run_output_rank(r, i);
-        const dp = m._onyx_run_output_dims(r, i) / 8;
+        const rank = m._onyx_web_run_output_rank(r, i);
+        const dp = m._onyx_web_run_output_dims(r, i) / 8;
         const dims = Array.from(this.heap().f64.subarray(dp, dp + rank));
         const numel = dims.reduce((a, b) => a * b, 1);
         if (!type) throw makeError('Unsupported', `output '${outNames[i]}' has element type code ${code}, which onyx-web cannot return`);
         if (type === 'string') {
           const strs: string[] = [];
           for (let k = 0; k < numel; ++k)
-            strs.push(m.UTF8ToString(m._onyx_run_output_string(r, i, k), m._onyx_run_output_string_len(r, i, k)));
+            strs.push(m.UTF8ToString(m._onyx_web_run_output_string(r, i, k), m._onyx_web_run_output_string_len(r, i, k)));
           tensors.push({ type, dims, data: strs });
         } else {
-          const nb = m._onyx_run_output_nbytes(r, i);
-          const p = m._onyx_run_output_data(r, i);
+          const nb = m._onyx_web_run_output_nbytes(r, i);
+          const p = m._onyx_web_run_output_data(r, i);
           // slice: a fresh (non-shared) buffer the worker can transfer.
           const buf = nb ? this.heap().u8.slice(p, p + nb).buffer : new ArrayBuffer(0);
           tensors.push({ type, dims, data: viewOfType(type, buf, numel) });
@@ -243,7 +243,7 @@ export class Core {
       return { names: outNames, tensors };
     } finally {
       for (const p of temps) m._free(p);
-      m._onyx_run_free(r);
+      m._onyx_web_run_free(r);
     }
   }
 
@@ -252,20 +252,20 @@ export class Core {
     const src = this.copyIn(rgba);
     let b: number;
     try {
-      b = m._onyx_preprocess_rgba(src, width, height, p.height ?? 32, p.minWidth ?? 16, p.scale ?? 1 / 255,
+      b = m._onyx_web_preprocess_rgba(src, width, height, p.height ?? 32, p.minWidth ?? 16, p.scale ?? 1 / 255,
                                   p.mean ?? 0.5, p.std ?? 0.5);
     } finally {
       m._free(src);
     }
     this.check();
     try {
-      const dp = m._onyx_buffer_dims(b) / 8;
+      const dp = m._onyx_web_buffer_dims(b) / 8;
       const dims = Array.from(this.heap().f64.subarray(dp, dp + 4));
-      const d = m._onyx_buffer_data(b), n = m._onyx_buffer_size(b);
+      const d = m._onyx_web_buffer_data(b), n = m._onyx_web_buffer_size(b);
       const buf = this.heap().u8.slice(d, d + n).buffer;
       return { type: 'float32', dims, data: new Float32Array(buf) };
     } finally {
-      m._onyx_buffer_free(b);
+      m._onyx_web_buffer_free(b);
     }
   }
 
@@ -276,16 +276,16 @@ export class Core {
     const ap = this.cstr(alphabet);
     let b: number;
     try {
-      b = m._onyx_ctc_decode(sp, frames, classes, blank, beamWidth, probabilities ? 1 : 0, ap);
+      b = m._onyx_web_ctc_decode(sp, frames, classes, blank, beamWidth, probabilities ? 1 : 0, ap);
     } finally {
       m._free(sp);
       m._free(ap);
     }
     this.check();
     try {
-      return JSON.parse(m.UTF8ToString(m._onyx_buffer_data(b), m._onyx_buffer_size(b)));
+      return JSON.parse(m.UTF8ToString(m._onyx_web_buffer_data(b), m._onyx_web_buffer_size(b)));
     } finally {
-      m._onyx_buffer_free(b);
+      m._onyx_web_buffer_free(b);
     }
   }
 }
