@@ -85,6 +85,20 @@ int64_t WinoLanes() {
   return static_cast<int64_t>(hn::Lanes(DF()));
 }
 
+/// Stores out (one transformed position of n tiles) into the panel layout of WinoInput.
+HWY_INLINE void StorePanel(DF d, VF out, float* dst, bool whole, int64_t n, int64_t n1,
+                           int64_t lane, int64_t panel_stride) {
+  if (whole) {
+    hn::StoreU(out, d, dst);
+    return;
+  }
+  HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
+  hn::Store(out, d, tmp);
+  std::memcpy(dst, tmp, static_cast<size_t>(n1) * sizeof(float));
+  if (n1 < n)
+    std::memcpy(dst - lane + panel_stride, tmp + n1, static_cast<size_t>(n - n1) * sizeof(float));
+}
+
 void WinoInput(const float* const rows[6], int64_t n, float* v, int64_t xi_stride,
                int64_t panel_stride, int64_t first) {
   const DF d;
@@ -99,24 +113,13 @@ void WinoInput(const float* const rows[6], int64_t n, float* v, int64_t xi_strid
   const int64_t lane = first % NR;
   float* base = v + (first / NR) * panel_stride + lane;
   const bool whole = n == L && lane + L <= NR;
-  HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
   const int64_t n1 = std::min(n, NR - lane);
   for (int k = 0; k < 6; ++k) {
     VF col[6], out[6];
     for (int r = 0; r < 6; ++r) col[r] = w[r][k];
     BT6(d, col, out);
-    for (int i = 0; i < 6; ++i) {
-      float* dst = base + (6 * i + k) * xi_stride;
-      if (whole) {
-        hn::StoreU(out[i], d, dst);
-        continue;
-      }
-      hn::Store(out[i], d, tmp);
-      std::memcpy(dst, tmp, static_cast<size_t>(n1) * sizeof(float));
-      if (n1 < n)
-        std::memcpy(dst - lane + panel_stride, tmp + n1,
-                    static_cast<size_t>(n - n1) * sizeof(float));
-    }
+    for (int i = 0; i < 6; ++i)
+      StorePanel(d, out[i], base + (6 * i + k) * xi_stride, whole, n, n1, lane, panel_stride);
   }
 }
 
@@ -164,20 +167,6 @@ void WinoOutput(const float* m, int64_t xi_stride, int64_t n, float bias, const 
     }
   }
   (void)n;
-}
-
-/// Stores out (one transformed position of n tiles) into the panel layout of WinoInput.
-HWY_INLINE void StorePanel(DF d, VF out, float* dst, bool whole, int64_t n, int64_t n1,
-                           int64_t lane, int64_t panel_stride) {
-  if (whole) {
-    hn::StoreU(out, d, dst);
-    return;
-  }
-  HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
-  hn::Store(out, d, tmp);
-  std::memcpy(dst, tmp, static_cast<size_t>(n1) * sizeof(float));
-  if (n1 < n)
-    std::memcpy(dst - lane + panel_stride, tmp + n1, static_cast<size_t>(n - n1) * sizeof(float));
 }
 
 void WinoInput2(const float* const rows[4], int64_t n, float* v, int64_t xi_stride,
