@@ -3,7 +3,8 @@ BUILD ?= build
 # The ONNX 1.22 node suite: ONYX_CONFORMANCE_DIR from the environment, else beside the clone.
 SUITE ?= $(or $(ONYX_CONFORMANCE_DIR),$(CURDIR)/../shared/conformance/onnx-node)
 JOBS ?= $(shell nproc)
-# Seconds per fuzz target of `make fuzz` (`make test` runs each for 30).
+# Seconds per fuzz target of `make fuzz` (`make test` runs each for 30, seeded with every
+# 10th model of the suites).
 FUZZ_SECONDS ?= 300
 
 .PHONY: all setup build demo test test-models test-asan test-tsan test-wasm conformance-report bench clean \
@@ -28,6 +29,7 @@ test: build
 	@scripts/test_wasm.sh
 	@scripts/test_web.sh $(BUILD)
 	@scripts/test_tsan.sh $(BUILD)
+	@scripts/test_fuzz.sh --seconds 30 --every 10
 
 test-models: build
 	@cd $(BUILD) && ctest -R 'models_parity|crnn_digits' --output-on-failure
