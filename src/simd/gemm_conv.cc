@@ -188,6 +188,46 @@ HWY_INLINE void Micro(size_t kc, const float* const* a_rows, const float* b, int
       ActRow(c + static_cast<int64_t>(r) * ldc, static_cast<int64_t>(nr), ep->act);
 }
 
+/// The last nr <= kTailCols columns of C for one strip of packed A, transposed: one vector
+/// per column with the strip's MR rows in its lanes, a[p * MR + r] loaded as a vector (its
+/// lanes past MR belong to the next depth, unused) times a broadcast of B's value at (p,
+/// column j). Per depth one load of A and nr of B for nr FMAs, against MR broadcasts and a
+/// whole panel of FMAs in Micro<1> for 1 to 4 useful columns. Rows past mr are not stored.
+constexpr size_t kTailCols = 4;
+/// Targets whose vectors hold a strip (not the scalar fallback).
+constexpr bool kHasTail = kMR * sizeof(float) <= HWY_MAX_BYTES;
+template <BMatrix::Layout kLayout>
+HWY_INLINE void MicroTail(size_t kc, const float* ap, const float* b, int64_t bstride,
+                          const int64_t* offs, float* c, int64_t ldc, size_t mr, size_t nr,
+                          bool accumulate, const Epilogue* ep, int64_t row0, int64_t col0) {
+  const DF d;
+  VF acc[kTailCols];
+  for (size_t j = 0; j < kTailCols; ++j) acc[j] = hn::Zero(d);
+  for (size_t p = 0; p < kc; ++p) {
+    const VF av = hn::LoadU(d, ap + p * kMR);
+    const float* bp = BRow<kLayout>(b, p, bstride, offs);
+    for (size_t j = 0; j < kTailCols; ++j)
+      if (j < nr) acc[j] = hn::MulAdd(av, hn::Set(d, bp[j]), acc[j]);
+  }
+  HWY_ALIGN float buf[hn::MaxLanes(DF())];
+  const Activation* act = ep && ep->act.kind != Act::kNone ? &ep->act : nullptr;
+  HWY_ALIGN float bias[hn::MaxLanes(DF())] = {};
+  if (ep && ep->bias)
+    for (size_t r = 0; r < mr; ++r) bias[r] = ep->bias[row0 + static_cast<int64_t>(r)];
+  for (size_t j = 0; j < nr; ++j) {
+    VF v = acc[j];
+    if (ep && ep->bias) v = hn::Add(v, hn::Load(d, bias));
+    hn::Store(v, d, buf);
+    for (size_t r = 0; r < mr; ++r) {
+      float* cr = c + static_cast<int64_t>(r) * ldc + static_cast<int64_t>(j);
+      if (accumulate) buf[r] += *cr;
+      if (ep && ep->z) buf[r] += ep->z[(row0 + static_cast<int64_t>(r)) * ep->ldz + col0 + static_cast<int64_t>(j)];
+    }
+    if (act) hn::Store(ApplyAct(d, hn::Load(d, buf), *act), d, buf);
+    for (size_t r = 0; r < mr; ++r) c[static_cast<int64_t>(r) * ldc + static_cast<int64_t>(j)] = buf[r];
+  }
+}
+
 template <BMatrix::Layout kLayout, bool kPackedA>
 void GemmLayout(const ConvGemmArgs& g) {
   const DF d;
@@ -226,6 +266,13 @@ void GemmLayout(const ConvGemmArgs& g) {
               as[r] = g.a + (row + static_cast<int64_t>(std::min(r, rows - 1))) * g.lda + pc;
           }
           float* cs = g.C + (row - g.m0) * g.ldc + col;
+          if constexpr (kPackedA && kHasTail) {
+            if (nr <= kTailCols && static_cast<size_t>(L) >= kMR) {
+              MicroTail<kLayout>(static_cast<size_t>(kc), as[0], bq, bstride, offs, cs, g.ldc,
+                                 rows, nr, acc, ep, row - g.m0, col);
+              continue;
+            }
+          }
           if (nr > static_cast<size_t>(L))
             Micro<2, kLayout, kPackedA>(static_cast<size_t>(kc), as, bq, bstride, offs, cs, g.ldc,
                                         rows, nr, acc, ep, row - g.m0, col);
@@ -370,7 +417,8 @@ void conv_gemm(int64_t K, const PackedA& a, int64_t m0, int64_t m1, const BMatri
 
 int64_t conv_pack_a_size(int64_t rows, int64_t K) {
   const int64_t mr = conv_gemm_mr();
-  return (rows + mr - 1) / mr * mr * K;
+  // A vector of slack: the tail kernel loads a whole vector at each depth's MR values.
+  return (rows + mr - 1) / mr * mr * K + conv_gemm_lanes();
 }
 
 void conv_pack_a(const float* a, int64_t lda, int64_t rows, int64_t K, float* out) {

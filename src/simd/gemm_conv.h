@@ -54,7 +54,7 @@ struct PackedA {
 void conv_gemm(int64_t K, const PackedA& a, int64_t m0, int64_t m1, const BMatrix& b, int64_t N,
                float* C, int64_t ldc, bool accumulate, const Epilogue* ep);
 
-/// Floats conv_pack_a writes for `rows` rows of depth K.
+/// Floats conv_pack_a writes for `rows` rows of depth K (and a vector of slack after).
 int64_t conv_pack_a_size(int64_t rows, int64_t K);
 /// Packs the row-major rows x K matrix a (row stride lda) into out (conv_pack_a_size floats):
 /// strip s of MR rows at out + s * MR * K, depth p of it at + p * MR.
