@@ -12,11 +12,13 @@
 namespace onyx::kernels::cpu {
 namespace {
 
-/// One contiguous copy.
+/// rows copies of `bytes` bytes, src rows contiguous, dst rows dst_stride apart.
 struct Piece {
   const char* src;
   char* dst;
   size_t bytes;
+  int64_t rows;
+  size_t dst_stride;
 };
 
 class ConcatKernel final : public Kernel {
@@ -35,7 +37,7 @@ class ConcatKernel final : public Kernel {
     for (size_t k = a + 1; k < y.rank(); ++k) inner *= y.dim(k);
     const size_t es = dtype_size(y.dtype());
     const int64_t out_row = y.dim(a) * inner;
-    // Pieces of at most 256 KiB, so a few large inputs still spread over the threads.
+    // Pieces of about 256 KiB, so a few large inputs still spread over the threads.
     constexpr size_t kPiece = size_t(256) << 10;
     std::vector<Piece> pieces;
     size_t total = 0;
@@ -47,11 +49,22 @@ class ConcatKernel final : public Kernel {
       const int64_t row = x.dim(a) * inner;
       if (at + row > out_row || x.numel() != outer * row) return reference_(ctx);
       const size_t row_bytes = static_cast<size_t>(row) * es;
-      for (int64_t o = 0; o < outer && row_bytes > 0; ++o) {
-        const char* src = static_cast<const char*>(x.raw()) + static_cast<size_t>(o) * row_bytes;
-        char* dst = static_cast<char*>(y.raw()) + static_cast<size_t>(o * out_row + at) * es;
-        for (size_t b = 0; b < row_bytes; b += kPiece)
-          pieces.push_back({src + b, dst + b, std::min(kPiece, row_bytes - b)});
+      const size_t dst_stride = static_cast<size_t>(out_row) * es;
+      const char* xs = static_cast<const char*>(x.raw());
+      char* yd = static_cast<char*>(y.raw()) + static_cast<size_t>(at) * es;
+      if (row_bytes > 0 && row_bytes < kPiece) {
+        // Short rows (an innermost axis, say): runs of about kPiece bytes of rows.
+        const auto per = static_cast<int64_t>(kPiece / row_bytes);
+        for (int64_t o = 0; o < outer; o += per)
+          pieces.push_back({xs + static_cast<size_t>(o) * row_bytes,
+                            yd + static_cast<size_t>(o) * dst_stride, row_bytes,
+                            std::min(per, outer - o), dst_stride});
+      } else {
+        for (int64_t o = 0; o < outer && row_bytes > 0; ++o)
+          for (size_t b = 0; b < row_bytes; b += kPiece)
+            pieces.push_back({xs + static_cast<size_t>(o) * row_bytes + b,
+                              yd + static_cast<size_t>(o) * dst_stride + b,
+                              std::min(kPiece, row_bytes - b), 1, 0});
       }
       total += row_bytes * static_cast<size_t>(outer);
       at += row;
@@ -60,7 +73,9 @@ class ConcatKernel final : public Kernel {
     auto copy = [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
         const Piece& pc = pieces[static_cast<size_t>(p)];
-        std::memcpy(pc.dst, pc.src, pc.bytes);
+        for (int64_t r = 0; r < pc.rows; ++r)
+          std::memcpy(pc.dst + static_cast<size_t>(r) * pc.dst_stride,
+                      pc.src + static_cast<size_t>(r) * pc.bytes, pc.bytes);
       }
     };
     const auto n = static_cast<int64_t>(pieces.size());
