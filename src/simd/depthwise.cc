@@ -11,6 +11,7 @@
 // clang-format on
 
 #include "simd/conv_epilogue-inl.h"
+#include "simd/tail-inl.h"
 
 #ifndef ONYX_SIMD_DEPTHWISE_ONCE
 #define ONYX_SIMD_DEPTHWISE_ONCE
@@ -32,14 +33,102 @@ int64_t DwLanes() {
   return static_cast<int64_t>(hn::Lanes(d));
 }
 
-/// Output rows [0, nrows) of one output channel: row r reads the padded buffer at src +
-/// r * src_step + offs[t] + ox for tap t (padded rows hold sw column phases, so every tap
-/// reads a contiguous run; a phase leaves room for a whole last vector). The sum starts at
+/// out[k] for k in [0, n) of one output channel over its phase planes (see
+/// depthwise_conv2d): bias + the sum over taps t of wc[t] * src[offs[t] + k], plus z[k]
+/// when z is given, then the activation when act is given; a last partial vector is stored
+/// lane by lane. Reads up to one vector past src + offs[t] + n. Every output vector is an
+/// independent sum, four at a time, so the loop is bound by FMA and load throughput
+/// rather than by one accumulator's latency. kTaps > 0: the tap count known at compile
+/// time, the weights held in registers.
+template <int kTaps>
+HWY_INLINE void DwFlatImpl(const float* src, const int64_t* offs, const float* wc,
+                           int64_t taps_rt, float bias, const float* z, const Activation* act,
+                           float* out, int64_t n) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t taps = kTaps > 0 ? kTaps : taps_rt;
+  const V vb = hn::Set(d, bias);
+  V wv[kTaps > 0 ? kTaps : 1];
+  const float* sp[kTaps > 0 ? kTaps : 1];
+  if constexpr (kTaps > 0) {
+    for (int t = 0; t < kTaps; ++t) {
+      wv[t] = hn::Set(d, wc[t]);
+      sp[t] = src + offs[t];
+    }
+  }
+  auto weight = [&](int64_t t) {
+    if constexpr (kTaps > 0)
+      return wv[t];
+    else
+      return hn::Set(d, wc[t]);
+  };
+  auto tap = [&](int64_t t) {
+    if constexpr (kTaps > 0)
+      return sp[t];
+    else
+      return src + offs[t];
+  };
+  const Activation none;
+  const Activation& a = act ? *act : none;
+  int64_t k = 0;
+  for (; k + 4 * L <= n; k += 4 * L) {
+    V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+    for (int64_t t = 0; t < taps; ++t) {
+      const V wt = weight(t);
+      const float* p = tap(t) + k;
+      a0 = hn::MulAdd(wt, hn::LoadU(d, p), a0);
+      a1 = hn::MulAdd(wt, hn::LoadU(d, p + L), a1);
+      a2 = hn::MulAdd(wt, hn::LoadU(d, p + 2 * L), a2);
+      a3 = hn::MulAdd(wt, hn::LoadU(d, p + 3 * L), a3);
+    }
+    if (z) {
+      a0 = hn::Add(a0, hn::LoadU(d, z + k));
+      a1 = hn::Add(a1, hn::LoadU(d, z + k + L));
+      a2 = hn::Add(a2, hn::LoadU(d, z + k + 2 * L));
+      a3 = hn::Add(a3, hn::LoadU(d, z + k + 3 * L));
+    }
+    hn::StoreU(ApplyAct(d, a0, a), d, out + k);
+    hn::StoreU(ApplyAct(d, a1, a), d, out + k + L);
+    hn::StoreU(ApplyAct(d, a2, a), d, out + k + 2 * L);
+    hn::StoreU(ApplyAct(d, a3, a), d, out + k + 3 * L);
+  }
+  for (; k < n; k += L) {
+    // Two chains (even and odd taps) so the FMAs of one vector overlap.
+    V a0 = vb, a1 = hn::Zero(d);
+    int64_t t = 0;
+    for (; t + 2 <= taps; t += 2) {
+      a0 = hn::MulAdd(weight(t), hn::LoadU(d, tap(t) + k), a0);
+      a1 = hn::MulAdd(weight(t + 1), hn::LoadU(d, tap(t + 1) + k), a1);
+    }
+    if (t < taps) a0 = hn::MulAdd(weight(t), hn::LoadU(d, tap(t) + k), a0);
+    a0 = hn::Add(a0, a1);
+    if (k + L <= n) {
+      if (z) a0 = hn::Add(a0, hn::LoadU(d, z + k));
+      hn::StoreU(ApplyAct(d, a0, a), d, out + k);
+    } else {
+      const auto m = hn::FirstN(d, static_cast<size_t>(n - k));
+      if (z) a0 = hn::Add(a0, TailLoad(m, d, z + k));
+      TailStore(ApplyAct(d, a0, a), m, d, out + k);
+    }
+  }
+}
+
+void DwFlat(const float* src, const int64_t* offs, const float* wc, int64_t taps, float bias,
+            const float* z, const Activation* act, float* out, int64_t n) {
+  if (taps == 9)
+    DwFlatImpl<9>(src, offs, wc, taps, bias, z, act, out, n);
+  else
+    DwFlatImpl<0>(src, offs, wc, taps, bias, z, act, out, n);
+}
+
+/// Output rows [0, nrows) of one output channel (rows of at least a few vectors): row r
+/// reads the phase planes at src + r * src_step + offs[t] + ox for tap t, whole vectors
+/// (past the row's end into the next plane row or the buffer's slack). The sum starts at
 /// bias, gets the residual row z (may be null) and the activation, and is stored once.
 /// y and z rows are ow apart. A row stores whole vectors past ow, into the rows after it,
 /// which are written later (Y never aliases Z or X), but never past the last row of the
-/// call. kTaps > 0: the
-/// tap count known at compile time, the weights held in registers.
+/// call. kTaps > 0: the tap count known at compile time, the weights held in registers.
 template <int kTaps>
 HWY_INLINE void DwRowsImpl(const float* src, int64_t src_step, const int64_t* offs, const float* wc,
                            int64_t taps_rt, float bias, const float* z, const Activation& act,
@@ -130,6 +219,39 @@ void DwRows(const float* src, int64_t src_step, const int64_t* offs, const float
     DwRowsImpl<0>(src, src_step, offs, wc, taps, bias, z, act, y, ow, nrows);
 }
 
+/// y[r * ow + j] = src[r * pl + j] for rows r < nrows, j < ow (pl >= ow): whole vectors,
+/// each row's last one running into the next row (rewritten after), the last row's tail
+/// element by element. (Tails never go through a stack buffer here: a vector load of
+/// floats just stored one by one stalls on store forwarding.)
+void DwCompact(const float* src, int64_t pl, float* y, int64_t ow, int64_t nrows) {
+  const hn::ScalableTag<float> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t r = 0; r < nrows; ++r) {
+    const float* sr = src + r * pl;
+    float* yr = y + r * ow;
+    const int64_t room = r + 1 < nrows ? (nrows - r) * ow : ow;  // writable from yr
+    int64_t j = 0;
+    for (; j < ow && j + L <= room; j += L) hn::StoreU(hn::LoadU(d, sr + j), d, yr + j);
+    for (; j < ow; ++j) yr[j] = sr[j];
+  }
+}
+
+/// y[j] = act(y[j] + z[j]) for j < n (z may be null): the epilogue of rows computed
+/// into a wider buffer.
+void DwFinishRow(float* y, const float* z, int64_t n, const Activation& act) {
+  EpilogueRow(y, z, n, 0.0f, act);
+}
+
+/// dst[q] = src[q] for q in [0, n): whole vectors, then element by element (rows of a
+/// few vectors, where a library memcpy call costs more than the copy).
+void DwCopy(const float* src, float* dst, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t q = 0;
+  for (; q + L <= n; q += L) hn::StoreU(hn::LoadU(d, src + q), d, dst + q);
+  for (; q < n; ++q) dst[q] = src[q];
+}
+
 /// even[q] = src[2q], odd[q] = src[2q + 1] for q in [0, n).
 void DwDeinterleave2(const float* src, int64_t n, float* even, float* odd) {
   const hn::ScalableTag<float> d;
@@ -155,29 +277,58 @@ HWY_AFTER_NAMESPACE();
 namespace onyx::simd {
 
 HWY_EXPORT(DwLanes);
+HWY_EXPORT(DwFlat);
 HWY_EXPORT(DwRows);
+HWY_EXPORT(DwFinishRow);
+HWY_EXPORT(DwCompact);
 HWY_EXPORT(DwDeinterleave2);
+HWY_EXPORT(DwCopy);
 
 void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
   const int64_t L = HWY_DYNAMIC_DISPATCH(DwLanes)();
+  const auto flat_fn = HWY_DYNAMIC_DISPATCH(DwFlat);
   const auto rows_fn = HWY_DYNAMIC_DISPATCH(DwRows);
+  const auto finish_fn = HWY_DYNAMIC_DISPATCH(DwFinishRow);
+  const auto compact_fn = HWY_DYNAMIC_DISPATCH(DwCompact);
   const auto deint = HWY_DYNAMIC_DISPATCH(DwDeinterleave2);
+  const auto copy_fn = HWY_DYNAMIC_DISPATCH(DwCopy);
   const int64_t ih = a.ih, iw = a.iw, oh = a.oh, ow = a.ow, kh = a.kh, kw = a.kw;
   const int64_t sh = a.sh, sw = a.sw, dh = a.dh, dw = a.dw, ph = a.ph, pw = a.pw;
   if (a.batch * a.channels * a.mult * oh * ow == 0) return;
-  // Per phase, the indices a whole-vector read may touch; the row stride of the buffer.
-  const int64_t pl = (ow + L - 1) / L * L + (kw - 1) * dw / sw + 1;
-  const int64_t rs = pl * sw;
+  // A task's input rows are split into sh x sw phase planes: plane (fr, fc), row ri, column
+  // q holds padded input row (oy0 + ri) * sh + fr, column q * sw + fc. Tap (i, j) of output
+  // (oy, ox) then reads plane ((i dh) % sh, (j dw) % sw) at row oy - oy0 + (i dh) / sh,
+  // column ox + (j dw) / sw: with pl columns per plane row, output k = (oy - oy0) * pl + ox
+  // reads flat index k + offs[tap], so a whole block of output rows is one flat run of
+  // vectors (columns [ow, pl) of each row are computed and dropped).
+  const int64_t pl = ow + (kw - 1) * dw / sw;
+  const int64_t extra = (kh - 1) * dh / sh;  // plane rows past the block's output rows
   const int64_t planes = a.batch * a.channels;
   const int64_t taps = kh * kw;
-  // Tap (i, j) reads padded row oy * sh + i * dh, padded column ox * sw + j * dw: phase
-  // (j * dw) % sw, index ox + (j * dw) / sw; offsets relative to the first row an output
-  // row reads.
+  const int64_t threads = pool ? pool->size() : 1;
+  const double work = static_cast<double>(planes * a.mult) * static_cast<double>(oh * ow) *
+                      static_cast<double>(taps);
+  // Below about half a million multiply-adds (some tens of microseconds) waking the
+  // workers costs about what it saves.
+  const bool parallel = threads > 1 && work >= double(1 << 19);
+  // Row blocks of about 4096 outputs keep a task's planes in L1/L2; more blocks when there
+  // are too few planes for the threads.
+  constexpr int64_t kBlockOutputs = 4096;
+  int64_t rblocks = (oh + std::max<int64_t>(1, kBlockOutputs / pl) - 1) /
+                    std::max<int64_t>(1, kBlockOutputs / pl);
+  if (parallel && planes * rblocks < 4 * threads)
+    rblocks = std::min(oh, (4 * threads + planes - 1) / planes);
+  const int64_t rows_per = (oh + rblocks - 1) / rblocks;
+  rblocks = (oh + rows_per - 1) / rows_per;
+  const int64_t rows_p = rows_per + extra;  // rows of each phase plane
+  const int64_t plane_floats = rows_p * pl;
   std::vector<int64_t> offs(static_cast<size_t>(taps));
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j)
-      offs[static_cast<size_t>(i * kw + j)] = i * dh * rs + (j * dw % sw) * pl + j * dw / sw;
-  // Phase f, index q holds input column q * sw + f - pw: inside the row for q in [lo_f, hi_f).
+      offs[static_cast<size_t>(i * kw + j)] =
+          ((i * dh % sh) * sw + j * dw % sw) * plane_floats + (i * dh / sh) * pl + j * dw / sw;
+  // Column phase f, index q holds input column q * sw + f - pw: inside the row for q in
+  // [lo_f, hi_f).
   std::vector<int64_t> lo_f(static_cast<size_t>(sw)), hi_f(static_cast<size_t>(sw));
   for (int64_t f = 0; f < sw; ++f) {
     const int64_t lo = std::min(pl, pw - f > 0 ? (pw - f + sw - 1) / sw : int64_t(0));
@@ -189,57 +340,70 @@ void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
   // scalar loops take the rest (q1 = q2 leaves everything to them).
   const int64_t q1 = sw == 2 ? std::min((pw + 1) / 2, pl) : 0;
   const int64_t q2 = sw == 2 ? std::max(q1, std::min((iw + pw) / 2, pl)) : 0;  // 2q + 1 - pw < iw
-  // Tasks: (plane, block of output rows); row blocks only when there are few planes.
-  const int64_t threads = pool ? pool->size() : 1;
-  const double work = static_cast<double>(planes * a.mult) * static_cast<double>(oh * ow) *
-                      static_cast<double>(taps);
-  // Below about half a million multiply-adds (some tens of microseconds) waking the
-  // workers costs about what it saves.
-  const bool parallel = threads > 1 && work >= double(1 << 19);
-  int64_t rblocks = 1;
-  if (parallel && planes < 4 * threads) rblocks = std::min(oh, (4 * threads + planes - 1) / planes);
-  const int64_t rows_per = (oh + rblocks - 1) / rblocks;
-  rblocks = (oh + rows_per - 1) / rows_per;
+  // Wide rows: each output row summed and stored straight to Y, whole vectors, several at a
+  // time (DwRows). Narrower rows: one flat run of vectors over the block (DwFlat), straight
+  // to Y when its rows are the planes' rows (1 x 1 taps), else through a buffer of pl-wide
+  // rows.
+  const bool wide = ow >= 4 * L, direct = !wide && pl == ow;
+  // Slack for the reads of the dropped columns of the last plane row and the last vector.
+  const int64_t buf_floats = sh * sw * plane_floats + pl + L;
   auto run = [&](int64_t t0, int64_t t1) {
-    thread_local std::vector<float> pad;
+    thread_local std::vector<float> buf, tmp;
+    if (static_cast<int64_t>(buf.size()) < buf_floats) buf.resize(static_cast<size_t>(buf_floats));
+    // The padding columns of every plane row are the same for all tasks: zeroed once here.
+    std::fill(buf.begin(), buf.begin() + buf_floats, 0.0f);
+    if (!wide && !direct && static_cast<int64_t>(tmp.size()) < rows_per * pl)
+      tmp.resize(static_cast<size_t>(rows_per * pl));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t p = t / rblocks, oy0 = (t % rblocks) * rows_per,
-                    oy1 = std::min(oh, oy0 + rows_per);
-      const int64_t r0 = oy0 * sh,
-                    rows = (oy1 - 1 - oy0) * sh + (kh - 1) * dh + 1;  // padded rows read
-      if (static_cast<int64_t>(pad.size()) < rows * rs) pad.resize(static_cast<size_t>(rows * rs));
+                    oy1 = std::min(oh, oy0 + rows_per), nrows = oy1 - oy0;
       const float* xc = a.x + p * ih * iw;
-      for (int64_t r = 0; r < rows; ++r) {
-        float* prow = pad.data() + r * rs;
-        const int64_t iy = r0 + r - ph;
-        if (iy < 0 || iy >= ih) {
-          std::fill(prow, prow + rs, 0.0f);
-          continue;
-        }
-        const float* xr = xc + iy * iw;
-        if (sw == 2) deint(xr + 2 * q1 - pw, q2 - q1, prow + q1, prow + pl + q1);
-        for (int64_t f = 0; f < sw; ++f) {
-          float* dst = prow + f * pl;
-          const int64_t lo = lo_f[static_cast<size_t>(f)], hi = hi_f[static_cast<size_t>(f)];
-          std::fill(dst, dst + lo, 0.0f);
-          const float* xs = xr + f - pw;
+      for (int64_t fr = 0; fr < sh; ++fr) {
+        for (int64_t ri = 0; ri < nrows + extra; ++ri) {
+          const int64_t iy = (oy0 + ri) * sh + fr - ph;
+          float* prow = buf.data() + (fr * sw * rows_p + ri) * pl;  // column phase 0
+          if (iy < 0 || iy >= ih) {
+            for (int64_t f = 0; f < sw; ++f)
+              std::fill(prow + f * plane_floats, prow + f * plane_floats + pl, 0.0f);
+            continue;
+          }
+          // Columns outside [lo_f, hi_f) are zero from the fill above (nothing writes
+          // them).
+          const float* xr = xc + iy * iw;
           if (sw == 1) {
-            std::copy(xs + lo, xs + hi, dst + lo);
-          } else {
+            const int64_t lo = lo_f[0], hi = hi_f[0];
+            copy_fn(xr + lo - pw, prow + lo, hi - lo);
+            continue;
+          }
+          if (sw == 2) deint(xr + 2 * q1 - pw, q2 - q1, prow + q1, prow + plane_floats + q1);
+          for (int64_t f = 0; f < sw; ++f) {
+            float* dst = prow + f * plane_floats;
+            const int64_t lo = lo_f[static_cast<size_t>(f)], hi = hi_f[static_cast<size_t>(f)];
+            const float* xs = xr + f - pw;
             for (int64_t q = lo; q < std::min(hi, q1); ++q) dst[q] = xs[q * sw];
             for (int64_t q = std::max(lo, q2); q < hi; ++q) dst[q] = xs[q * sw];
           }
-          std::fill(dst + hi, dst + pl, 0.0f);
         }
       }
       const int64_t n = p / a.channels, c = p % a.channels;
       for (int64_t k = 0; k < a.mult; ++k) {
-        const int64_t m = c * a.mult + k, ym = (n * a.channels * a.mult + m) * oh * ow;
+        const int64_t m = c * a.mult + k, yo = (n * a.channels * a.mult + m) * oh * ow + oy0 * ow;
         const float* wc = a.w + m * taps;
         const float b = a.ep.bias ? a.ep.bias[m] : 0.0f;
-        const int64_t yo = ym + oy0 * ow;
-        rows_fn(pad.data(), sh * rs, offs.data(), wc, taps, b, a.ep.z ? a.ep.z + yo : nullptr,
-                a.ep.act, a.y + yo, ow, oy1 - oy0);
+        const float* z = a.ep.z ? a.ep.z + yo : nullptr;
+        if (wide) {
+          rows_fn(buf.data(), pl, offs.data(), wc, taps, b, z, a.ep.act, a.y + yo, ow, nrows);
+          continue;
+        }
+        if (direct) {
+          flat_fn(buf.data(), offs.data(), wc, taps, b, z, &a.ep.act, a.y + yo, nrows * ow);
+          continue;
+        }
+        flat_fn(buf.data(), offs.data(), wc, taps, b, nullptr, z ? nullptr : &a.ep.act,
+                tmp.data(), nrows * pl);
+        compact_fn(tmp.data(), pl, a.y + yo, ow, nrows);
+        if (z)
+          for (int64_t r = 0; r < nrows; ++r) finish_fn(a.y + yo + r * ow, z + r * ow, ow, a.ep.act);
       }
     }
   };

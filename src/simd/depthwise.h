@@ -1,10 +1,12 @@
 // Direct 2-D float convolution with one input channel per group (depthwise, group == C,
 // with `mult` output channels per input channel: 1 for depthwise, M for a single-channel
 // input such as the first layer of a digit reader) on Highway, with the fused epilogue.
-// Each task copies the input rows it reads once into a zero-padded buffer whose rows are
-// split into `stride_w` column phases, so every kernel tap reads a contiguous run; each
-// output row is accumulated in registers over all taps and finished (bias, residual,
-// activation) before its only store. Threads over (image, channel, block of output rows)
+// Each task copies the input rows it reads once into zero-padded planes split by stride
+// phase (rows and columns), so every kernel tap of a block of output rows reads one
+// contiguous run; outputs are accumulated in registers over all taps, four independent
+// vectors at a time (per row for wide rows, over the whole block for narrow ones, e.g. the
+// 7x7 and 14x14 images of MobileNet's last stages), and finished (bias, residual,
+// activation) before their only store. Threads over (image, channel, block of output rows)
 // through the session's ThreadPool.
 #pragma once
 #include <cstdint>

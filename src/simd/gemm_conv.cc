@@ -43,6 +43,7 @@ struct ConvGemmArgs {
   int64_t ldc;
   bool accumulate;
   const Epilogue* ep;
+  bool a_packed;  ///< A in conv_pack_a's layout (lda: floats per strip)
 };
 }  // namespace onyx::simd
 #endif
@@ -130,7 +131,7 @@ HWY_INLINE const float* BRow(const float* b, size_t p, int64_t stride, const int
 /// One MR x (NV vectors) tile of C over depth kc: c[mr x nr] (the valid part) gets the
 /// sum of the A rows (a_rows[r][p], at this depth) times the B micro-panel, finished as
 /// StoreRow says; row0/col0: the tile's place in C (for bias and z).
-template <int NV, BMatrix::Layout kLayout>
+template <int NV, BMatrix::Layout kLayout, bool kPackedA>
 HWY_INLINE void Micro(size_t kc, const float* const* a_rows, const float* b, int64_t bstride,
                       const int64_t* offs, float* c, int64_t ldc, size_t mr, size_t nr,
                       bool accumulate, const Epilogue* ep, int64_t row0, int64_t col0) {
@@ -140,18 +141,25 @@ HWY_INLINE void Micro(size_t kc, const float* const* a_rows, const float* b, int
   for (size_t r = 0; r < kMR; ++r) acc0[r] = acc1[r] = hn::Zero(d);
   const float* rows[kMR];
   for (size_t r = 0; r < kMR; ++r) rows[r] = a_rows[r];
+  // Packed A: the MR values of depth p are contiguous at rows[0] + p * MR.
+  auto a_at = [&](size_t r, size_t p) {
+    if constexpr (kPackedA)
+      return rows[0][p * kMR + r];
+    else
+      return rows[r][p];
+  };
   for (size_t p = 0; p < kc; ++p) {
     const float* bp = BRow<kLayout>(b, p, bstride, offs);
     const VF b0 = hn::LoadU(d, bp);
     if constexpr (NV == 2) {
       const VF b1 = hn::LoadU(d, bp + L);
       for (size_t r = 0; r < kMR; ++r) {
-        const VF av = hn::Set(d, rows[r][p]);
+        const VF av = hn::Set(d, a_at(r, p));
         acc0[r] = hn::MulAdd(av, b0, acc0[r]);
         acc1[r] = hn::MulAdd(av, b1, acc1[r]);
       }
     } else {
-      for (size_t r = 0; r < kMR; ++r) acc0[r] = hn::MulAdd(hn::Set(d, rows[r][p]), b0, acc0[r]);
+      for (size_t r = 0; r < kMR; ++r) acc0[r] = hn::MulAdd(hn::Set(d, a_at(r, p)), b0, acc0[r]);
     }
   }
   const float* bias = ep && ep->bias ? ep->bias + row0 : nullptr;
@@ -180,7 +188,47 @@ HWY_INLINE void Micro(size_t kc, const float* const* a_rows, const float* b, int
       ActRow(c + static_cast<int64_t>(r) * ldc, static_cast<int64_t>(nr), ep->act);
 }
 
+/// The last nr <= kTailCols columns of C for one strip of packed A, transposed: one vector
+/// per column with the strip's MR rows in its lanes, a[p * MR + r] loaded as a vector (its
+/// lanes past MR belong to the next depth, unused) times a broadcast of B's value at (p,
+/// column j). Per depth one load of A and nr of B for nr FMAs, against MR broadcasts and a
+/// whole panel of FMAs in Micro<1> for 1 to 4 useful columns. Rows past mr are not stored.
+constexpr size_t kTailCols = 4;
+/// Targets whose vectors hold a strip (not the scalar fallback).
+constexpr bool kHasTail = kMR * sizeof(float) <= HWY_MAX_BYTES;
 template <BMatrix::Layout kLayout>
+HWY_INLINE void MicroTail(size_t kc, const float* ap, const float* b, int64_t bstride,
+                          const int64_t* offs, float* c, int64_t ldc, size_t mr, size_t nr,
+                          bool accumulate, const Epilogue* ep, int64_t row0, int64_t col0) {
+  const DF d;
+  VF acc[kTailCols];
+  for (size_t j = 0; j < kTailCols; ++j) acc[j] = hn::Zero(d);
+  for (size_t p = 0; p < kc; ++p) {
+    const VF av = hn::LoadU(d, ap + p * kMR);
+    const float* bp = BRow<kLayout>(b, p, bstride, offs);
+    for (size_t j = 0; j < kTailCols; ++j)
+      if (j < nr) acc[j] = hn::MulAdd(av, hn::Set(d, bp[j]), acc[j]);
+  }
+  HWY_ALIGN float buf[hn::MaxLanes(DF())];
+  const Activation* act = ep && ep->act.kind != Act::kNone ? &ep->act : nullptr;
+  HWY_ALIGN float bias[hn::MaxLanes(DF())] = {};
+  if (ep && ep->bias)
+    for (size_t r = 0; r < mr; ++r) bias[r] = ep->bias[row0 + static_cast<int64_t>(r)];
+  for (size_t j = 0; j < nr; ++j) {
+    VF v = acc[j];
+    if (ep && ep->bias) v = hn::Add(v, hn::Load(d, bias));
+    hn::Store(v, d, buf);
+    for (size_t r = 0; r < mr; ++r) {
+      float* cr = c + static_cast<int64_t>(r) * ldc + static_cast<int64_t>(j);
+      if (accumulate) buf[r] += *cr;
+      if (ep && ep->z) buf[r] += ep->z[(row0 + static_cast<int64_t>(r)) * ep->ldz + col0 + static_cast<int64_t>(j)];
+    }
+    if (act) hn::Store(ApplyAct(d, hn::Load(d, buf), *act), d, buf);
+    for (size_t r = 0; r < mr; ++r) c[static_cast<int64_t>(r) * ldc + static_cast<int64_t>(j)] = buf[r];
+  }
+}
+
+template <BMatrix::Layout kLayout, bool kPackedA>
 void GemmLayout(const ConvGemmArgs& g) {
   const DF d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d)), NR = 2 * L;
@@ -211,33 +259,52 @@ void GemmLayout(const ConvGemmArgs& g) {
           const int64_t row = ic + s * mr;
           const size_t rows = static_cast<size_t>(std::min(mr, g.m1 - row));
           const float* as[kMR];
-          for (size_t r = 0; r < kMR; ++r)
-            as[r] = g.a + (row + static_cast<int64_t>(std::min(r, rows - 1))) * g.lda + pc;
+          if constexpr (kPackedA) {
+            as[0] = g.a + (row / mr) * g.lda + pc * mr;
+          } else {
+            for (size_t r = 0; r < kMR; ++r)
+              as[r] = g.a + (row + static_cast<int64_t>(std::min(r, rows - 1))) * g.lda + pc;
+          }
           float* cs = g.C + (row - g.m0) * g.ldc + col;
+          if constexpr (kPackedA && kHasTail) {
+            if (nr <= kTailCols && static_cast<size_t>(L) >= kMR) {
+              MicroTail<kLayout>(static_cast<size_t>(kc), as[0], bq, bstride, offs, cs, g.ldc,
+                                 rows, nr, acc, ep, row - g.m0, col);
+              continue;
+            }
+          }
           if (nr > static_cast<size_t>(L))
-            Micro<2, kLayout>(static_cast<size_t>(kc), as, bq, bstride, offs, cs, g.ldc, rows, nr,
-                              acc, ep, row - g.m0, col);
+            Micro<2, kLayout, kPackedA>(static_cast<size_t>(kc), as, bq, bstride, offs, cs, g.ldc,
+                                        rows, nr, acc, ep, row - g.m0, col);
           else
-            Micro<1, kLayout>(static_cast<size_t>(kc), as, bq, bstride, offs, cs, g.ldc, rows, nr,
-                              acc, ep, row - g.m0, col);
+            Micro<1, kLayout, kPackedA>(static_cast<size_t>(kc), as, bq, bstride, offs, cs, g.ldc,
+                                        rows, nr, acc, ep, row - g.m0, col);
         }
       }
     }
   }
 }
 
-void ConvGemm(const ConvGemmArgs& g) {
+template <bool kPackedA>
+void GemmA(const ConvGemmArgs& g) {
   switch (g.b.layout) {
     case BMatrix::Layout::kPanels:
-      GemmLayout<BMatrix::Layout::kPanels>(g);
+      GemmLayout<BMatrix::Layout::kPanels, kPackedA>(g);
       break;
     case BMatrix::Layout::kRows:
-      GemmLayout<BMatrix::Layout::kRows>(g);
+      GemmLayout<BMatrix::Layout::kRows, kPackedA>(g);
       break;
     case BMatrix::Layout::kOffsets:
-      GemmLayout<BMatrix::Layout::kOffsets>(g);
+      GemmLayout<BMatrix::Layout::kOffsets, kPackedA>(g);
       break;
   }
+}
+
+void ConvGemm(const ConvGemmArgs& g) {
+  if (g.a_packed)
+    GemmA<true>(g);
+  else
+    GemmA<false>(g);
 }
 
 /// y[(m - m0) * ldy] = sum over p < K of a[m * lda + p] * x[p], four rows at a time so each
@@ -333,8 +400,35 @@ void conv_gemm(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, c
     if (ep) apply_epilogue(C, m1 - m0, N, ldc, *ep);
     return;
   }
-  const ConvGemmArgs g{K, a, lda, m0, m1, b, N, C, ldc, accumulate, ep};
+  const ConvGemmArgs g{K, a, lda, m0, m1, b, N, C, ldc, accumulate, ep, false};
   HWY_DYNAMIC_DISPATCH(ConvGemm)(g);
+}
+
+void conv_gemm(int64_t K, const PackedA& a, int64_t m0, int64_t m1, const BMatrix& b, int64_t N,
+               float* C, int64_t ldc, bool accumulate, const Epilogue* ep) {
+  if (m1 <= m0 || N <= 0) return;
+  if (K == 0) {
+    conv_gemm(K, a.data, a.strip, m0, m1, b, N, C, ldc, accumulate, ep);
+    return;
+  }
+  const ConvGemmArgs g{K, a.data, a.strip, m0, m1, b, N, C, ldc, accumulate, ep, true};
+  HWY_DYNAMIC_DISPATCH(ConvGemm)(g);
+}
+
+int64_t conv_pack_a_size(int64_t rows, int64_t K) {
+  const int64_t mr = conv_gemm_mr();
+  // A vector of slack: the tail kernel loads a whole vector at each depth's MR values.
+  return (rows + mr - 1) / mr * mr * K + conv_gemm_lanes();
+}
+
+void conv_pack_a(const float* a, int64_t lda, int64_t rows, int64_t K, float* out) {
+  const int64_t mr = conv_gemm_mr();
+  for (int64_t s = 0; s * mr < rows; ++s) {
+    float* dst = out + s * mr * K;
+    for (int64_t p = 0; p < K; ++p)
+      for (int64_t r = 0; r < mr; ++r)
+        dst[p * mr + r] = a[std::min(s * mr + r, rows - 1) * lda + p];
+  }
 }
 
 void conv_gemv(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const float* x,

@@ -40,6 +40,26 @@ struct BMatrix {
 void conv_gemm(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const BMatrix& b,
                int64_t N, float* C, int64_t ldc, bool accumulate, const Epilogue* ep);
 
+/// A prepacked for conv_gemm (conv_pack_a): rows in strips of conv_gemm_mr(), strip s at
+/// data + s * strip, its depth p at + p * MR, row s * MR + r of the strip at + r (a last
+/// strip of fewer rows repeats its last row). data is at depth 0 of the call: for a depth
+/// block starting at p0, data + p0 * MR.
+struct PackedA {
+  const float* data = nullptr;
+  int64_t strip = 0;  ///< floats per strip: MR * the full depth
+};
+
+/// conv_gemm with A prepacked: rows m0, m1 as above, m0 a multiple of conv_gemm_mr(). The
+/// microkernel's broadcasts then read one contiguous stream instead of MR rows K apart.
+void conv_gemm(int64_t K, const PackedA& a, int64_t m0, int64_t m1, const BMatrix& b, int64_t N,
+               float* C, int64_t ldc, bool accumulate, const Epilogue* ep);
+
+/// Floats conv_pack_a writes for `rows` rows of depth K (and a vector of slack after).
+int64_t conv_pack_a_size(int64_t rows, int64_t K);
+/// Packs the row-major rows x K matrix a (row stride lda) into out (conv_pack_a_size floats):
+/// strip s of MR rows at out + s * MR * K, depth p of it at + p * MR.
+void conv_pack_a(const float* a, int64_t lda, int64_t rows, int64_t K, float* out);
+
 /// The one-column case of conv_gemm (a 1x1 convolution of a 1x1 image, e.g. the
 /// squeeze-excite convolutions after a global pooling): y[(m - m0) * ldy] for rows [m0, m1)
 /// = a[m, :] . x[0, K), then the epilogue (bias and z indexed from row m0, z row stride

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 HWY_BEFORE_NAMESPACE();
 namespace onyx::simd {
@@ -131,6 +132,85 @@ void pool_plane_impl(const PoolGeom& g, const float* x, float* y, float* rows,
   }
 }
 
+/// pool_plane_impl for strides 1 and 2 over padded rows: each input row is copied into
+/// `line` (pw fill values, the row, fill values to the end: -inf for max, 0 for sums,
+/// which fold like taps outside), so every output of the row, up to owp (ow rounded up to
+/// whole vectors), is whole vectors without bounds tests; rows holds ih rows of owp
+/// partial results and col_scale (when given) owp values. Only the last partial vector of
+/// each output row is stored lane by lane. line has room for line_len floats.
+template <bool kMax, int64_t kStride>
+void pool_plane_padded(const PoolGeom& g, const float* x, float* y, float* rows, float* line,
+                       int64_t line_len, int64_t owp, const float* row_scale,
+                       const float* col_scale) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const VF init = kMax ? hn::Set(d, -HUGE_VALF) : hn::Zero(d);
+  std::fill(line, line + line_len, kMax ? -HUGE_VALF : 0.0f);
+  for (int64_t iy = 0; iy < g.ih; ++iy) {
+    std::copy(x + iy * g.iw, x + (iy + 1) * g.iw, line + g.pw);
+    float* hr = rows + iy * owp;
+    for (int64_t ox = 0; ox < owp; ox += L) {
+      VF acc = init;
+      for (int64_t k = 0; k < g.kw; ++k) {
+        const float* p = line + ox * kStride + k * g.dw;
+        VF v;
+#if HWY_TARGET == HWY_SCALAR
+        v = hn::LoadU(d, p);  // one lane: nothing to deinterleave
+#else
+        if constexpr (kStride == 1)
+          v = hn::LoadU(d, p);
+        else
+          v = hn::ConcatEven(d, hn::LoadU(d, p + L), hn::LoadU(d, p));
+#endif
+        acc = kMax ? MaxNaN(acc, v) : hn::Add(acc, v);
+      }
+      hn::StoreU(acc, d, hr + ox);
+    }
+  }
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    const int64_t base = oy * g.sh - g.ph;
+    int64_t t0 = 0, t1 = g.kh;
+    while (t0 < t1 && base + t0 * g.dh < 0) ++t0;
+    while (t1 > t0 && base + (t1 - 1) * g.dh >= g.ih) --t1;
+    float* yr = y + oy * g.ow;
+    const float* r0 = rows + (base + t0 * g.dh) * owp;
+    const int64_t step = g.dh * owp;
+    const VF vs = hn::Set(d, row_scale ? row_scale[oy] : 1.0f);
+    for (int64_t ox = 0; ox < g.ow; ox += L) {
+      VF acc = init;
+      for (int64_t t = t0; t < t1; ++t) {
+        const VF v = hn::LoadU(d, r0 + (t - t0) * step + ox);
+        acc = kMax ? MaxNaN(acc, v) : hn::Add(acc, v);
+      }
+      if (row_scale) acc = hn::Mul(acc, hn::Mul(vs, hn::LoadU(d, col_scale + ox)));
+      if (ox + L <= g.ow)
+        hn::StoreU(acc, d, yr + ox);
+      else
+        TailStore(acc, hn::FirstN(d, static_cast<size_t>(g.ow - ox)), d, yr + ox);
+    }
+  }
+}
+
+int64_t PoolLanes() {
+  return static_cast<int64_t>(hn::Lanes(DF()));
+}
+
+void PoolPlanePadded(const PoolGeom& g, const float* x, float* y, float* rows, float* line,
+                     int64_t line_len, int64_t owp, bool max, const float* row_scale,
+                     const float* col_scale) {
+  if (max) {
+    if (g.sw == 1)
+      pool_plane_padded<true, 1>(g, x, y, rows, line, line_len, owp, row_scale, col_scale);
+    else
+      pool_plane_padded<true, 2>(g, x, y, rows, line, line_len, owp, row_scale, col_scale);
+  } else {
+    if (g.sw == 1)
+      pool_plane_padded<false, 1>(g, x, y, rows, line, line_len, owp, row_scale, col_scale);
+    else
+      pool_plane_padded<false, 2>(g, x, y, rows, line, line_len, owp, row_scale, col_scale);
+  }
+}
+
 void PoolPlane(const PoolGeom& g, const float* x, float* y, float* rows, bool max,
                const float* row_scale, const float* col_scale) {
   if (max)
@@ -147,10 +227,35 @@ HWY_AFTER_NAMESPACE();
 namespace onyx::simd {
 
 HWY_EXPORT(PoolPlane);
+HWY_EXPORT(PoolPlanePadded);
+HWY_EXPORT(PoolLanes);
 
-void pool_plane(const PoolGeom& g, const float* x, float* y, float* rows, bool max,
-                const float* row_scale, const float* col_scale) {
-  HWY_DYNAMIC_DISPATCH(PoolPlane)(g, x, y, rows, max, row_scale, col_scale);
+void pool_plane(const PoolGeom& g, const float* x, float* y, bool max, const float* row_scale,
+                const float* col_scale) {
+  thread_local std::vector<float> rows, line, cols;
+  // (Not for windows or pads far beyond the row, whose line would be mostly fill.)
+  const int64_t span = (g.kw - 1) * g.dw;
+  if ((g.sw == 1 || g.sw == 2) && span <= 2 * g.iw + 64 && g.pw <= span) {
+    // Strides 1 and 2: padded rows, whole vectors (pool_plane_padded).
+    const int64_t L = HWY_DYNAMIC_DISPATCH(PoolLanes)();
+    const int64_t owp = (g.ow + L - 1) / L * L;
+    // The last vector of a row reads up to sw * owp + (kw - 1) * dw + L floats of the line.
+    const int64_t line_len = std::max(g.pw + g.iw, g.sw * owp + (g.kw - 1) * g.dw + L);
+    if (static_cast<int64_t>(rows.size()) < g.ih * owp) rows.resize(static_cast<size_t>(g.ih * owp));
+    if (static_cast<int64_t>(line.size()) < line_len) line.resize(static_cast<size_t>(line_len));
+    const float* cs = nullptr;
+    if (col_scale) {
+      if (static_cast<int64_t>(cols.size()) < owp) cols.resize(static_cast<size_t>(owp));
+      std::copy(col_scale, col_scale + g.ow, cols.begin());
+      std::fill(cols.begin() + g.ow, cols.begin() + owp, 1.0f);
+      cs = cols.data();
+    }
+    HWY_DYNAMIC_DISPATCH(PoolPlanePadded)(g, x, y, rows.data(), line.data(), line_len, owp, max,
+                                          row_scale, cs);
+    return;
+  }
+  if (static_cast<int64_t>(rows.size()) < g.ih * g.ow) rows.resize(static_cast<size_t>(g.ih * g.ow));
+  HWY_DYNAMIC_DISPATCH(PoolPlane)(g, x, y, rows.data(), max, row_scale, col_scale);
 }
 
 }  // namespace onyx::simd

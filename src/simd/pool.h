@@ -1,7 +1,8 @@
 // Pooling microkernel on Highway for src/kernels/cpu/pool.cc: a plane is pooled in two
-// passes, every input row along the width (whole vectors of outputs for strides 1 and 2
-// where every tap is inside the row), then the partial rows of each window's rows folded
-// together.
+// passes, every input row along the width (strides 1 and 2: the row copied into a line
+// padded with the fold's neutral value, so every output is whole vectors; other strides:
+// vectors where every tap is inside the row, scalar loops at the edges), then the partial
+// rows of each window's rows folded together.
 #pragma once
 #include <cstdint>
 
@@ -17,8 +18,10 @@ struct PoolGeom {
 /// or the sum over each window's taps inside the input. A window without a tap inside
 /// gives -inf (max) or 0 (sum) — only where a whole output row has none; the caller fixes
 /// up output columns without one. With row_scale set, y[oy][ox] is then multiplied by
-/// row_scale[oy] * col_scale[ox] (an average's divisors). rows is scratch of ih * ow floats.
-void pool_plane(const PoolGeom& g, const float* x, float* y, float* rows, bool max,
-                const float* row_scale, const float* col_scale);
+/// row_scale[oy] * col_scale[ox] (an average's divisors). Strides 1 and 2 copy each input
+/// row into a padded line first, so every output is whole vectors without bounds tests;
+/// scratch is per thread.
+void pool_plane(const PoolGeom& g, const float* x, float* y, bool max, const float* row_scale,
+                const float* col_scale);
 
 }  // namespace onyx::simd

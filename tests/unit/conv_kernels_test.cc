@@ -435,6 +435,9 @@ std::vector<ConvCase> chosen_cases() {
   add(1, 200, 136, 1, {12, 12}, {3, 3}, {1, 1}, {1, 1, 1, 1});      // Winograd, many channels
   add(1, 24, 144, 1, {14, 15}, {1, 1}, {1, 1}, {0, 0, 0, 0});       // pointwise, partial panel
   add(3, 17, 5, 1, {9, 11}, {1, 1}, {1, 1}, {0, 0, 0, 0});          // pointwise, batch 3
+  add(1, 300, 40, 1, {7, 7}, {1, 1}, {1, 1}, {0, 0, 0, 0});         // pointwise, 1-column tail, K > 256
+  add(1, 64, 20, 1, {13, 13}, {3, 3}, {2, 2}, {1, 1, 1, 1});        // im2col to 7x7, depth blocks
+  add(2, 40, 13, 1, {9, 20}, {1, 1}, {1, 1}, {0, 0, 0, 0});         // pointwise, 4-column tail
   add(1, 576, 144, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});        // 1x1 image (GEMV)
   add(2, 37, 13, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});          // GEMV, odd K and M
   add(1, 18, 10, 2, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});          // GEMV per group
@@ -456,6 +459,10 @@ std::vector<ConvCase> chosen_cases() {
   add(1, 10, 10, 10, {31, 5}, {3, 3}, {2, 2}, {1, 1, 1, 1});        // depthwise, rows of 3, s2
   add(2, 9, 9, 9, {23, 9}, {3, 3}, {1, 1}, {1, 1, 1, 1});           // depthwise, rows of 9
   add(1, 7, 7, 7, {11, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});           // depthwise 1x1, rows of 1
+  add(1, 3, 3, 3, {90, 70}, {3, 3}, {1, 1}, {1, 1, 1, 1});          // depthwise, 2 row blocks
+  add(1, 2, 4, 2, {1500, 13}, {3, 3}, {1, 1}, {1, 1, 1, 1});        // narrow rows, 6 row blocks
+  add(1, 2, 2, 2, {1999, 15}, {5, 5}, {2, 2}, {2, 2, 2, 2});        // narrow, s2, 2 blocks
+  add(1, 2, 2, 2, {40, 35}, {3, 3}, {2, 1}, {0, 1, 2, 0});          // mixed strides, odd pads
   add(1, 512, 64, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1, 1, 1});         // deep, small image
   add(1, 64, 64, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2});  // dilated 3x3 (im2col)
   return v;

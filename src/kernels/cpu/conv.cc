@@ -17,6 +17,14 @@
 
 namespace onyx::kernels::cpu {
 
+namespace {
+/// W is packed at planning when smaller than this (see conv.h): the layers of mobile
+/// networks and DenseNet (all but MobileNetV2's last two) are; ResNet-50's 1x1 and 3x3
+/// layers of 1 MiB and more keep reading W in place (packing those too added 23 MB, its
+/// peak RSS near 0.8x onnxruntime's).
+constexpr size_t kPackBelowBytes = size_t(1) << 20;
+}  // namespace
+
 void conv_parallel(ThreadPool* pool, int64_t n, double work,
                    const std::function<void(int64_t, int64_t)>& fn) {
   // Below about a million multiply-adds (tens of microseconds) waking the workers costs
@@ -85,6 +93,7 @@ class ConvKernel final : public Kernel {
   /// attribute this kernel does not handle, or an invalid one the reference reports).
   bool shape_of(KernelContext& ctx, ConvShape& s) const;
   Algo choose(const ConvShape& s, bool w_const) const;
+  const float* packed() const { return packed_.empty() ? nullptr : packed_.data(); }
 
   KernelFn reference_;
   bool fused_ = false;
@@ -96,6 +105,7 @@ class ConvKernel final : public Kernel {
   Tensor w_;  ///< a constant W, sharing the model's buffer: the GEMM and depthwise read it
   bool has_wino_ = false;
   WinogradW wino_;
+  std::vector<float> packed_;  ///< W per group packed for the GEMM (simd::conv_pack_a)
 };
 
 bool ConvKernel::init(const KernelInit& init) {
@@ -122,6 +132,7 @@ bool ConvKernel::init(const KernelInit& init) {
   const float* wp = w_.data<float>();
   const bool is2d = wd.size() == 4;
   if (is2d && cg == 1) return true;  // depthwise
+
   // Winograd's 4x larger weights are made only for the kernels it may take.
   auto ones = [](const std::vector<int64_t>& v) {
     return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
@@ -154,6 +165,22 @@ bool ConvKernel::init(const KernelInit& init) {
         has_wino_ = true;
       }
     }
+  }
+  // The GEMM's packed A (conv.h), unless every shape goes to Winograd or to the GEMV of a
+  // 1x1 image (static output shape known).
+  bool gemv_only = false;
+  if (init.output_types.size() > 0 && init.output_types[0] && init.output_types[0]->has_shape) {
+    const ir::Shape& ys = init.output_types[0]->shape;
+    gemv_only = ys.size() >= 3 && std::all_of(ys.begin() + 2, ys.end(), [](const ir::Dim& d) {
+                  return d.known() && d.value == 1;
+                });
+  }
+  if (!has_wino_ && !gemv_only &&
+      static_cast<size_t>(w_.numel()) * sizeof(float) < kPackBelowBytes) {
+    const int64_t kd = w_.numel() / maps, per = simd::conv_pack_a_size(mg, kd);
+    packed_.resize(static_cast<size_t>(per * group_));
+    for (int64_t gi = 0; gi < group_; ++gi)
+      simd::conv_pack_a(wp + gi * mg * kd, kd, mg, kd, packed_.data() + gi * per);
   }
   return true;
 }
@@ -284,10 +311,10 @@ void ConvKernel::run(KernelContext& ctx) const {
       conv_winograd(s, wino_, io, pool);
       return;
     case Algo::kDirect:
-      conv_direct(s, wp, io, pool);
+      conv_direct(s, wp, packed(), io, pool);
       return;
     case Algo::kIm2col:
-      conv_im2col_gemm(s, wp, io, pool);
+      conv_im2col_gemm(s, wp, packed(), io, pool);
       return;
   }
 }

@@ -14,8 +14,11 @@
 //    taps (the C = 3 first layer of a CNN; conv_direct.cc);
 //  - direct 2-D loops for one input channel per group (depthwise, channel multipliers,
 //    the C = 1 first layer of a CNN): src/simd/depthwise.cc.
-// The GEMM reads W in place (the model's buffer, row m = output channel); Winograd's
-// transformed W is made once at planning.
+// The GEMM reads W packed at planning into its microkernel's row strips
+// (simd::conv_pack_a: the broadcasts of a strip read one contiguous stream) when W is
+// under 1 MiB, in place otherwise (the model's buffer, row m = output channel: a copy of
+// every W would add ~100 MB to a ResNet-50's peak RSS); Winograd's transformed W is made
+// and packed once at planning.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -24,6 +27,7 @@
 #include "kernels/reference/window.h"
 #include "kernels/registry.h"
 #include "simd/conv_epilogue.h"
+#include "simd/gemm_conv.h"
 
 namespace onyx {
 class ThreadPool;
@@ -71,12 +75,27 @@ inline int64_t flat_index(const int64_t* base, const int64_t* offs, const Dims& 
   return flat;
 }
 
+/// The weights of one group as the GEMM's A: row-major rows read in place (w, row stride
+/// ld), and when made at planning the same rows packed by simd::conv_pack_a (packed, strip
+/// stride), which the GEMM then reads instead.
+struct ConvA {
+  const float* w = nullptr;
+  int64_t ld = 0;
+  const float* packed = nullptr;
+  int64_t strip = 0;
+};
+
+/// simd::conv_gemm over depths [p0, p0 + K) of A.
+void gemm_a(int64_t K, const ConvA& a, int64_t p0, int64_t m0, int64_t m1,
+            const simd::BMatrix& b, int64_t N, float* c, int64_t ldc, bool accumulate,
+            const simd::Epilogue* ep);
+
 /// simd::conv_gemm with B = a row-major [K x N] matrix read in place (row stride ldb); the
 /// last N % NR columns go through a zero-padded panel in `scratch` so no read passes the
 /// matrix's end.
-void gemm_rows_in_place(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1,
-                        const float* b, int64_t ldb, int64_t N, float* c, int64_t ldc,
-                        const simd::Epilogue* ep, std::vector<float>& scratch);
+void gemm_rows_in_place(int64_t K, const ConvA& a, int64_t m0, int64_t m1, const float* b,
+                        int64_t ldb, int64_t N, float* c, int64_t ldc, const simd::Epilogue* ep,
+                        std::vector<float>& scratch);
 
 /// Runs fn(begin, end) over [0, n) on the pool when it has threads and the work (in
 /// multiply-adds) is worth waking them; inline otherwise.
@@ -84,15 +103,19 @@ void conv_parallel(ThreadPool* pool, int64_t n, double work,
                    const std::function<void(int64_t, int64_t)>& fn);
 
 /// im2col + GEMM (any rank; pointwise convolutions read X in place); w is W as given
-/// ([maps, kdepth] row-major). conv_im2col.cc.
-void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool);
+/// ([maps, kdepth] row-major); packed, when not null, the same per group packed by
+/// simd::conv_pack_a (group gi at packed + gi * conv_pack_a_size(mg, kdepth)).
+/// conv_im2col.cc.
+void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, const ConvIO& io,
+                      ThreadPool* pool);
 
 /// True when conv_direct is worth it for the shape (2-D, not pointwise, output rows of a
 /// few panels, few taps).
 bool direct_suits(const ConvShape& s);
 /// Direct 2-D convolution as an implicit GEMM over a padded copy of the input rows
-/// (conv_direct.cc); w is W as given.
-void conv_direct(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool);
+/// (conv_direct.cc); w and packed as for conv_im2col_gemm.
+void conv_direct(const ConvShape& s, const float* w, const float* packed, const ConvIO& io,
+                 ThreadPool* pool);
 
 /// True when conv_winograd takes the shape (2-D, 3x3, stride 1, dilation 1) and is worth it.
 bool winograd_suits(const ConvShape& s);
@@ -100,11 +123,12 @@ bool winograd_suits(const ConvShape& s);
 /// group: 2 or 4 (see conv_winograd.cc for why).
 int winograd_tile(int64_t cg);
 /// The transformed weights of Winograd F(mxm, 3x3): per group, per transform position
-/// xi in [0, (m + 2)^2), the row-major [mg x cg] matrix of (G w G^T)[xi]. conv_winograd.cc.
+/// xi in [0, (m + 2)^2), the [mg x cg] matrix of (G w G^T)[xi] packed for the GEMM
+/// (simd::conv_pack_a). conv_winograd.cc.
 struct WinogradW {
   std::vector<float> data;
   int tile = 4;              ///< m
-  int64_t xi_stride = 0;     ///< floats per transform position (mg * cg)
+  int64_t xi_stride = 0;     ///< floats per transform position (conv_pack_a_size(mg, cg))
   int64_t group_stride = 0;  ///< floats per group ((m + 2)^2 * xi_stride)
 };
 WinogradW winograd_weights(const float* w, int64_t group, int64_t mg, int64_t cg);

@@ -37,7 +37,8 @@ bool direct_suits(const ConvShape& s) {
   return s.kdepth <= 160;
 }
 
-void conv_direct(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool) {
+void conv_direct(const ConvShape& s, const float* w, const float* packed, const ConvIO& io,
+                 ThreadPool* pool) {
   const WindowGeom& g = s.g;
   const int64_t IH = g.in[0], IW = g.in[1], OH = g.out[0], OW = g.out[1], OS = g.out_size;
   const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
@@ -111,7 +112,11 @@ void conv_direct(const ConvShape& s, const float* w, const ConvIO& io, ThreadPoo
           for (int64_t j = 0; j < kw; ++j, ++p)
             offs[static_cast<size_t>(p)] =
                 (c * rows + i * dh) * pad.rs + (j * dw % sw) * pad.pl + j * dw / sw;
-      const float* wg = w + gi * s.mg * K;
+      ConvA a{w + gi * s.mg * K, K, nullptr, 0};
+      if (packed) {
+        a.packed = packed + gi * simd::conv_pack_a_size(s.mg, K);
+        a.strip = simd::conv_gemm_mr() * K;
+      }
       float* yg = io.y + (n * s.maps + gi * s.mg) * OS;
       const float* zg = io.z ? io.z + (n * s.maps + gi * s.mg) * OS : nullptr;
       for (int64_t oy = oy0; oy < oy1; ++oy) {
@@ -122,7 +127,7 @@ void conv_direct(const ConvShape& s, const float* w, const ConvIO& io, ThreadPoo
         ep.act = io.act;
         const simd::BMatrix b{simd::BMatrix::Layout::kOffsets,
                               buf.data() + (oy - oy0) * sh * pad.rs, 0, offs.data()};
-        simd::conv_gemm(K, wg, K, m0, m1, b, OW, yg + m0 * OS + oy * OW, OS, false, &ep);
+        gemm_a(K, a, 0, m0, m1, b, OW, yg + m0 * OS + oy * OW, OS, false, &ep);
       }
     }
   });

@@ -119,13 +119,24 @@ void tile_segments(const WindowGeom& g, int64_t j0, int64_t nt, Segments& seg) {
   }
 }
 
-void gemm_rows_in_place(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1,
-                        const float* b, int64_t ldb, int64_t N, float* c, int64_t ldc,
-                        const simd::Epilogue* ep, std::vector<float>& scratch) {
+void gemm_a(int64_t K, const ConvA& a, int64_t p0, int64_t m0, int64_t m1,
+            const simd::BMatrix& b, int64_t N, float* c, int64_t ldc, bool accumulate,
+            const simd::Epilogue* ep) {
+  if (a.packed) {
+    const simd::PackedA pa{a.packed + p0 * simd::conv_gemm_mr(), a.strip};
+    simd::conv_gemm(K, pa, m0, m1, b, N, c, ldc, accumulate, ep);
+  } else {
+    simd::conv_gemm(K, a.w + p0, a.ld, m0, m1, b, N, c, ldc, accumulate, ep);
+  }
+}
+
+void gemm_rows_in_place(int64_t K, const ConvA& a, int64_t m0, int64_t m1, const float* b,
+                        int64_t ldb, int64_t N, float* c, int64_t ldc, const simd::Epilogue* ep,
+                        std::vector<float>& scratch) {
   const int64_t nr = simd::conv_gemm_nr(), full = N - N % nr;
   if (full > 0) {
     const simd::BMatrix bm{simd::BMatrix::Layout::kRows, b, ldb, nullptr};
-    simd::conv_gemm(K, a, lda, m0, m1, bm, full, c, ldc, false, ep);
+    gemm_a(K, a, 0, m0, m1, bm, full, c, ldc, false, ep);
   }
   if (full == N) return;
   if (static_cast<int64_t>(scratch.size()) < K * nr) scratch.resize(static_cast<size_t>(K * nr));
@@ -141,10 +152,11 @@ void gemm_rows_in_place(int64_t K, const float* a, int64_t lda, int64_t m0, int6
     if (et.z) et.z += full;
   }
   const simd::BMatrix bm{simd::BMatrix::Layout::kPanels, pan, K * nr, nullptr};
-  simd::conv_gemm(K, a, lda, m0, m1, bm, N - full, c + full, ldc, false, ep ? &et : nullptr);
+  gemm_a(K, a, 0, m0, m1, bm, N - full, c + full, ldc, false, ep ? &et : nullptr);
 }
 
-void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, ThreadPool* pool) {
+void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, const ConvIO& io,
+                      ThreadPool* pool) {
   const WindowGeom& g = s.g;
   const int64_t K = s.kdepth, OS = g.out_size;
   const int64_t nr = simd::conv_gemm_nr(), mr = simd::conv_gemm_mr();
@@ -180,6 +192,11 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, Thre
       const float* xg = io.x + (n * s.channels + gi * s.cg) * g.in_size;
       float* yg = io.y + (n * s.maps + gi * s.mg) * OS;
       const float* wg = w + gi * s.mg * K;
+      ConvA a{wg, K, nullptr, 0};
+      if (packed) {
+        a.packed = packed + gi * simd::conv_pack_a_size(s.mg, K);
+        a.strip = mr * K;
+      }
       simd::Epilogue ep;
       ep.bias = io.bias ? io.bias + gi * s.mg + m0 : nullptr;
       ep.z = io.z ? io.z + (n * s.maps + gi * s.mg + m0) * OS + j0 : nullptr;
@@ -191,7 +208,7 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, Thre
         continue;
       }
       if (pointwise) {
-        gemm_rows_in_place(K, wg, K, m0, m1, xg + j0, g.in_size, cols, yt, OS, &ep, panels);
+        gemm_rows_in_place(K, a, m0, m1, xg + j0, g.in_size, cols, yt, OS, &ep, panels);
         continue;
       }
       tile_segments(g, j0, cols, seg);
@@ -200,8 +217,7 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const ConvIO& io, Thre
         im2col_block(g, xg, koffs, seg, cols, p0, p1, nr, panels.data());
         const simd::BMatrix b{simd::BMatrix::Layout::kPanels, panels.data(), (p1 - p0) * nr,
                               nullptr};
-        simd::conv_gemm(p1 - p0, wg + p0, K, m0, m1, b, cols, yt, OS, p0 > 0,
-                        p1 == K ? &ep : nullptr);
+        gemm_a(p1 - p0, a, p0, m0, m1, b, cols, yt, OS, p0 > 0, p1 == K ? &ep : nullptr);
       }
     }
   });

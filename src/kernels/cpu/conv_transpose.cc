@@ -184,7 +184,8 @@ void ConvTransposeKernel::run(KernelContext& ctx) const {
       const float* wg = wt + gi * mg * ks * cg;
       for (int64_t j0 = 0; j0 < IS; j0 += nt) {
         const int64_t cols = std::min(nt, IS - j0);
-        gemm_rows_in_place(cg, wg, cg, c0 * ks, c1 * ks, xg + j0, IS, cols, col.data(), cols,
+        gemm_rows_in_place(cg, ConvA{wg, cg, nullptr, 0}, c0 * ks, c1 * ks, xg + j0, IS, cols,
+                           col.data(), cols,
                            nullptr, scratch);
         tile_segments(sg, j0, cols, seg);
         const size_t nseg = seg.jj0.size();

@@ -52,11 +52,13 @@ WinogradW winograd_weights(const float* w, int64_t group, int64_t mg, int64_t cg
   WinogradW out;
   out.tile = winograd_tile(cg);
   const int64_t nxi = (out.tile + 2) * (out.tile + 2);
-  out.xi_stride = mg * cg;
+  out.xi_stride = simd::conv_pack_a_size(mg, cg);
   out.group_stride = nxi * out.xi_stride;
   out.data.resize(static_cast<size_t>(group * out.group_stride));
+  // Row-major per position first, then packed for the GEMM.
+  std::vector<float> rows(static_cast<size_t>(nxi * mg * cg));
   double u[36];
-  for (int64_t gi = 0; gi < group; ++gi)
+  for (int64_t gi = 0; gi < group; ++gi) {
     for (int64_t m = 0; m < mg; ++m)
       for (int64_t c = 0; c < cg; ++c) {
         const float* k = w + ((gi * mg + m) * cg + c) * 9;
@@ -65,9 +67,12 @@ WinogradW winograd_weights(const float* w, int64_t group, int64_t mg, int64_t cg
         else
           simd::winograd_kernel2(k, u);
         for (int64_t xi = 0; xi < nxi; ++xi)
-          out.data[static_cast<size_t>(gi * out.group_stride + xi * out.xi_stride + m * cg + c)] =
-              static_cast<float>(u[xi]);
+          rows[static_cast<size_t>((xi * mg + m) * cg + c)] = static_cast<float>(u[xi]);
       }
+    for (int64_t xi = 0; xi < nxi; ++xi)
+      simd::conv_pack_a(rows.data() + xi * mg * cg, cg, mg, cg,
+                        out.data.data() + gi * out.group_stride + xi * out.xi_stride);
+  }
   return out;
 }
 
@@ -163,7 +168,8 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
         const simd::BMatrix b{simd::BMatrix::Layout::kPanels, vbuf.data() + xi * v_xi, cg * nr,
                               nullptr};
         float* c0 = mbuf.data() + xi * m_xi;  // row m0 at the start of its block
-        simd::conv_gemm(cg, wg + xi * w.xi_stride, cg, m0, m1, b, ntiles, c0, m_ld, false, nullptr);
+        const simd::PackedA a{wg + xi * w.xi_stride, mr * cg};
+        simd::conv_gemm(cg, a, m0, m1, b, ntiles, c0, m_ld, false, nullptr);
       }
       // 3. Output transform and epilogue.
       for (int64_t m = m0; m < m1; ++m) {

@@ -109,10 +109,9 @@ class PoolKernel final : public Kernel {
     const bool max = max_;
     parallel_blocks(ctx.pool(), planes, std::max<int64_t>(1, kGrain / (h.in * w.in)),
                     [&](int64_t p0, int64_t p1) {
-                      std::vector<float> rows(static_cast<size_t>(h.in * w.out));
                       for (int64_t p = p0; p < p1; ++p) {
                         float* yp = py + p * h.out * w.out;
-                        simd::pool_plane(g, px + p * h.in * w.in, yp, rows.data(), max,
+                        simd::pool_plane(g, px + p * h.in * w.in, yp, max,
                                          max ? nullptr : row_inv.data(),
                                          max ? nullptr : col_inv.data());
                         if (!max)

@@ -12,6 +12,8 @@ void register_cpu(Registry& r) {
   cpu::register_norm(r);
   cpu::register_reduce(r);
   cpu::register_pool(r);
+  cpu::register_pad(r);
+  cpu::register_concat(r);
   cpu::register_resize(r);
   cpu::register_rnn(r);
   cpu::register_attention(r);

@@ -12,6 +12,8 @@ void register_softmax(Registry& r);      // softmax.cc: Softmax, LogSoftmax
 void register_norm(Registry& r);         // norm.cc: Layer/Batch/Instance/GroupNormalization
 void register_reduce(Registry& r);       // reduce.cc: ReduceSum/Mean/Max/Min
 void register_pool(Registry& r);         // pool.cc: MaxPool, AveragePool, global pools
+void register_pad(Registry& r);          // pad.cc: Pad (constant mode)
+void register_concat(Registry& r);       // concat.cc: Concat
 void register_resize(Registry& r);       // resize.cc: Resize nearest and linear, 2-D
 void register_conv(Registry& r);         // conv.cc (Conv, FusedConv), conv_transpose.cc
 void register_matmul(Registry& r);       // matmul.cc: MatMul, Gemm, FusedMatMul, FusedGemm
