@@ -50,11 +50,13 @@ def _digit1(r):
     lean = r.uniform(-0.04, 0.04)
     if kind == 0:
         return [[[(0.0, top), (lean, 1.0)]]]
-    fl, ang = r.uniform(0.12, 0.35), np.radians(r.uniform(30, 65))
+    # The flag stays short and steep (45-75 degrees below the horizontal): a longer,
+    # flatter one is a 7's bar.
+    fl, ang = r.uniform(0.1, 0.3), np.radians(r.uniform(45, 75))
     sx = fl * np.cos(ang)
     flag = [(0.0, top + fl * np.sin(ang))]
     if r.random() < 0.3:  # a slightly bowed flag
-        flag.append((sx * 0.5 + r.uniform(-0.03, 0.03), top + fl * np.sin(ang) * 0.5 - r.uniform(0, 0.05)))
+        flag.append((sx * 0.5 + r.uniform(-0.02, 0.02), top + fl * np.sin(ang) * 0.5 - r.uniform(0, 0.03)))
     strokes = [[flag + [(sx, top)], [(sx, top), (sx + lean, 1.0)]]]
     if kind == 2:
         bl, br = r.uniform(0.1, 0.3), r.uniform(0.1, 0.3)
@@ -250,9 +252,11 @@ def _stroke_path(runs, r, wander):
     return np.concatenate(pts)
 
 
-def _pointer(path, r, speed, hz, tremor, mouse):
+def _pointer(path, r, speed, hz, tremor, mouse, beta):
     """Pointer events of a hand following `path` (canvas pixels) at about `speed` px/s,
-    slower in tight curves and at the ends; returns (events [n, 2], speed at each)."""
+    slower at the ends and, by the power `beta` of the curve's radius (1/3 for the
+    two-thirds power law, 0 for a hand that does not slow down), in tight curves and
+    corners; returns (events [n, 2], speed at each)."""
     seg = np.linalg.norm(np.diff(path, axis=0), axis=1)
     keep = np.concatenate([[True], seg > 1e-6])
     path = path[keep]
@@ -267,16 +271,14 @@ def _pointer(path, r, speed, hz, tremor, mouse):
     curv = np.concatenate([[0], turn / np.maximum((seg[:-1] + seg[1:]) / 2, 1e-3), [0]])
     radius = 1.0 / np.maximum(curv, 1e-4)
     ref = max(length / 6, 1.0)
-    v = speed * np.clip((radius / ref) ** (1 / 3), 0.3, 1.4)
+    v = speed * np.clip((radius / ref) ** beta, 0.3, 1.4)
     ramp = max(length * r.uniform(0.08, 0.25), 1.0)
     v *= np.clip(np.minimum(s, length - s) / ramp, 0.2, 1.0) ** 0.5
     dt = seg / ((v[:-1] + v[1:]) / 2)
     t = np.concatenate([[0], np.cumsum(dt)])
-    times = [0.0]
-    while times[-1] < t[-1]:
-        times.append(times[-1] + r.uniform(0.8, 1.2) / hz)
-    times[-1] = t[-1]
-    times = np.array(times)
+    n = int(t[-1] * hz / 0.8) + 2
+    times = np.concatenate([[0], np.cumsum(r.uniform(0.8, 1.2, n) / hz)])  # events come a little irregularly
+    times = np.append(times[times < t[-1]], t[-1])
     along = np.interp(times, t, s)
     ev = np.stack([np.interp(along, s, path[:, 0]), np.interp(along, s, path[:, 1])], axis=1)
     if tremor > 0:  # a slow wobble of the hand: a few sines of 1-10 Hz in time
@@ -300,7 +302,8 @@ def draw(rng, text):
     lw = max(lw, 1.0)
     hz = float(r.choice([30, 60, 60, 60, 90, 120, 120, 144, 240]))
     speed = dh * float(np.exp(r.uniform(np.log(2), np.log(16))))  # px/s
-    tremor = lw * r.uniform(0.0, 0.5) + r.uniform(0, 0.6)
+    tremor = lw * r.uniform(0.0, 0.3) + r.uniform(0, 0.5)
+    beta = r.uniform(0, 1 / 3)
     wander = r.uniform(0.01, 0.045)
     slant = r.uniform(-0.2, 0.35)  # forward (tops to the right) when positive
     size = r.uniform(0.85, 1.15)
@@ -330,7 +333,7 @@ def draw(rng, text):
             strokes.append(p)
         gap = [r.uniform(-0.06, 0.03), r.uniform(0.03, 0.32), r.uniform(0.32, 0.9)][gap_mode] + r.normal(0, 0.04)
         x += hi - lo + gap * dh + lw
-    events = [_pointer(p, r, speed, hz, tremor, mouse) for p in strokes]
+    events = [_pointer(p, r, speed, hz, tremor, mouse, beta) for p in strokes]
     allp = np.concatenate([e for e, _ in events])
     ss = 2  # drawn at twice the size, then reduced (antialiasing)
     off = allp.min(axis=0) - 2 * lw - 2
@@ -349,10 +352,10 @@ def draw(rng, text):
                 g.ellipse([ax - wd / 2, ay - wd / 2, ax + wd / 2, ay + wd / 2], fill=255)
             continue
         wd = max(1, int(round(lw * ss)))
-        if style == 0:
+        if style == 0:  # round caps and joins: a disc at every event
             if len(q) > 1:
-                g.line(q, fill=255, width=wd, joint="curve")
-            for ax, ay in (q[0], q[-1]):
+                g.line(q, fill=255, width=wd)
+            for ax, ay in q:
                 g.ellipse([ax - wd / 2, ay - wd / 2, ax + wd / 2, ay + wd / 2], fill=255)
         else:
             for a, b in zip(q[:-1], q[1:]):
