@@ -12,16 +12,18 @@ Three stages, each random within what people and canvas apps do:
    two; 0 closed, overlapping or left open. A stroke is a list of runs of control points;
    each run is a smooth (Catmull-Rom) curve and runs meet at sharp corners.
 2. The hand. Control points wander, the digit is slanted, rotated and sized on its own,
-   and the pen follows the path at a speed that drops in tight curves (the two-thirds
-   power law of hand movement) and at the stroke's ends, with a slow tremor.
+   and the pen follows the path at a speed that drops at the stroke's ends and, by a
+   random degree from not at all to the two-thirds power law of hand movement, in tight
+   curves and corners, with a slow tremor (a few sines of 1-10 Hz).
 3. The pointer and the app. The pointer reports positions at 30-240 Hz (fast strokes
    become polygons), a mouse in whole pixels; the app joins them with one constant width
    (round caps, or separate butt-ended segments as a naive canvas app draws them) or
    with a width that follows the speed.
 
 `draw(rng, text)` returns a float alpha layer [h, w] (1 = ink) at the canvas's own scale
-with some margin around the ink. None of this is taken from eval_drawn.py, which models
-drawing its own way. Needs numpy and PIL only.
+with some margin around the ink. The shapes and parameters are this file's own, not
+eval_drawn.py's (which models drawing its own way, with Bezier paths, a minimum-jerk
+speed profile and Cairo). Needs numpy and PIL only.
 """
 import numpy as np
 from PIL import Image, ImageDraw

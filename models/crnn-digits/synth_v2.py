@@ -1,20 +1,21 @@
 """Synthetic training crops of the digit reader v2: printed digit strings and drawn ones.
 
 Wider than v1's synth.py in every direction README.md's analysis found v1 to miss:
-- Printed (70%): 1 to 10 digits (a quarter with runs of repeats) in about 150 faces
+- Printed (55%): 1 to 10 digits (a quarter with runs of repeats) in about 150 faces
   from Debian's font packages, drawn by PIL one character at a time, grouped as sans,
   serif, monospace, condensed and handwriting-style (dkg, Breip, Rufscript, Humor Sans,
   SJ fonts, Kristi, BWHT) and sampled by group; bold by stroking, italic by shear.
   The ink fills 35-98% of the crop's height; each side's margin is tight, normal or
   loose on its own; spacing dense (touching), natural or sparse; the crop squeezed or
   stretched horizontally (0.65-1.4) to cover narrow and wide digits.
-- Drawn (30%): digits as a person draws them on a canvas: polylines through a few
-  points per stroke (several ways of writing most digits), jittered, smoothed by corner
-  cutting, drawn with a width that varies along the stroke, slanted, with their own
-  sizes, gaps and a drifting baseline, mostly on a plain white canvas with wide margins.
+- Drawn (45%): digits as a person draws them on a canvas (handwriting.py: random
+  allographs of each digit, a hand following them, pointer events, a canvas app's
+  lines), cropped with the ink filling 30-99% of the height and margins of their own,
+  three quarters on a plain white canvas.
 - Finishing, for both: paper and ink levels (a fifth at low contrast), uneven lighting
   (gradients, vignettes, shadow bands), paper texture, underlines, cell borders and grid
-  lines, blur, noise, pixelation, binarisation and JPEG compression.
+  lines, blur, noise, pixelation, binarisation and JPEG compression (less blur, JPEG and
+  low contrast on the plain canvases).
 
 The font families of eval_printed.py and the stroke model of eval_drawn.py are used
 nowhere here. `make_crop(rng)` returns (uint8 [h, w], text); the same seed and fonts
