@@ -1,20 +1,21 @@
 """Synthetic training crops of the digit reader v2: printed digit strings and drawn ones.
 
 Wider than v1's synth.py in every direction README.md's analysis found v1 to miss:
-- Printed (70%): 1 to 10 digits (a quarter with runs of repeats) in about 150 faces
+- Printed (55%): 1 to 10 digits (a quarter with runs of repeats) in about 150 faces
   from Debian's font packages, drawn by PIL one character at a time, grouped as sans,
   serif, monospace, condensed and handwriting-style (dkg, Breip, Rufscript, Humor Sans,
   SJ fonts, Kristi, BWHT) and sampled by group; bold by stroking, italic by shear.
   The ink fills 35-98% of the crop's height; each side's margin is tight, normal or
   loose on its own; spacing dense (touching), natural or sparse; the crop squeezed or
   stretched horizontally (0.65-1.4) to cover narrow and wide digits.
-- Drawn (30%): digits as a person draws them on a canvas: polylines through a few
-  points per stroke (several ways of writing most digits), jittered, smoothed by corner
-  cutting, drawn with a width that varies along the stroke, slanted, with their own
-  sizes, gaps and a drifting baseline, mostly on a plain white canvas with wide margins.
+- Drawn (45%): digits as a person draws them on a canvas (handwriting.py: random
+  allographs of each digit, a hand following them, pointer events, a canvas app's
+  lines), cropped with the ink filling 30-99% of the height and margins of their own,
+  three quarters on a plain white canvas.
 - Finishing, for both: paper and ink levels (a fifth at low contrast), uneven lighting
   (gradients, vignettes, shadow bands), paper texture, underlines, cell borders and grid
-  lines, blur, noise, pixelation, binarisation and JPEG compression.
+  lines, blur, noise, pixelation, binarisation and JPEG compression (less blur, JPEG and
+  low contrast on the plain canvases).
 
 The font families of eval_printed.py and the stroke model of eval_drawn.py are used
 nowhere here. `make_crop(rng)` returns (uint8 [h, w], text); the same seed and fonts
@@ -27,9 +28,11 @@ import os
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
+import handwriting
+
 ALPHABET = "0123456789"
 MAX_LEN = 10
-DRAWN_SHARE = 0.3
+DRAWN_SHARE = 0.45
 
 # (glob, group or None to tell from the file name). Not here, being held out for
 # eval_printed.py: Open Sans, Go, Karla, Cabin, Linux Libertine and Biolinum, Charis
@@ -171,93 +174,9 @@ def _printed(rng, text):
     return _crop_around_ink(rng, np.asarray(layer, np.float32) / 255.0, (0.35, 0.98), 2.5)
 
 
-# Ways of writing each digit, for _drawn: strokes as points in a unit box (x right, y down).
-_ELLIPSE = [(0.5 + 0.44 * np.sin(t), 0.5 - 0.5 * np.cos(t)) for t in np.linspace(0, 2 * np.pi * 1.04, 14)]
-STROKES = {
-    "0": [[_ELLIPSE], [[(0.55, 0.02), (0.2, 0.12), (0.06, 0.5), (0.2, 0.9), (0.5, 1.0), (0.82, 0.88), (0.94, 0.5),
-                       (0.8, 0.1), (0.5, 0.0), (0.4, 0.05)]]],
-    "1": [[[(0.5, 0.0), (0.5, 1.0)]], [[(0.12, 0.3), (0.55, 0.0), (0.55, 1.0)]],
-          [[(0.12, 0.3), (0.55, 0.0), (0.55, 1.0)], [(0.15, 1.0), (0.9, 1.0)]]],
-    "2": [[[(0.08, 0.28), (0.2, 0.06), (0.5, 0.0), (0.82, 0.08), (0.9, 0.3), (0.75, 0.55), (0.4, 0.8), (0.05, 1.0),
-            (0.95, 1.0)]],
-          [[(0.1, 0.2), (0.45, 0.0), (0.85, 0.15), (0.85, 0.35), (0.08, 1.0), (0.95, 1.0)]],
-          [[(0.1, 0.25), (0.4, 0.0), (0.8, 0.05), (0.85, 0.35), (0.3, 0.8), (0.1, 0.98), (0.3, 0.9), (0.6, 0.95),
-            (0.95, 0.98)]]],
-    "3": [[[(0.1, 0.12), (0.4, 0.0), (0.8, 0.08), (0.85, 0.25), (0.65, 0.42), (0.4, 0.48), (0.7, 0.52), (0.92, 0.7),
-            (0.85, 0.9), (0.5, 1.0), (0.08, 0.9)]],
-          [[(0.1, 0.02), (0.88, 0.02), (0.45, 0.42), (0.8, 0.5), (0.95, 0.72), (0.82, 0.92), (0.45, 1.0),
-            (0.06, 0.88)]]],
-    "4": [[[(0.7, 1.0), (0.7, 0.0), (0.05, 0.68), (0.95, 0.68)]],
-          [[(0.18, 0.0), (0.1, 0.62), (0.92, 0.62)], [(0.72, 0.1), (0.72, 1.0)]],
-          [[(0.65, 0.0), (0.05, 0.7), (0.95, 0.7)], [(0.7, 0.35), (0.7, 1.0)]]],
-    "5": [[[(0.85, 0.02), (0.25, 0.02), (0.2, 0.45), (0.5, 0.38), (0.82, 0.48), (0.92, 0.7), (0.8, 0.92), (0.45, 1.0),
-            (0.08, 0.88)]],
-          [[(0.25, 0.02), (0.2, 0.45), (0.5, 0.38), (0.82, 0.48), (0.92, 0.7), (0.8, 0.92), (0.45, 1.0), (0.08, 0.88)],
-           [(0.25, 0.02), (0.85, 0.02)]]],
-    "6": [[[(0.8, 0.05), (0.45, 0.0), (0.18, 0.25), (0.08, 0.6), (0.2, 0.92), (0.5, 1.0), (0.82, 0.88), (0.88, 0.65),
-            (0.7, 0.48), (0.4, 0.48), (0.12, 0.62)]],
-          [[(0.7, 0.0), (0.3, 0.35), (0.1, 0.7), (0.3, 0.98), (0.7, 0.98), (0.88, 0.72), (0.65, 0.48), (0.3, 0.55),
-            (0.15, 0.7)]]],
-    "7": [[[(0.05, 0.02), (0.95, 0.02), (0.4, 1.0)]],
-          [[(0.05, 0.02), (0.95, 0.02), (0.4, 1.0)], [(0.3, 0.5), (0.8, 0.5)]],
-          [[(0.05, 0.15), (0.1, 0.02), (0.95, 0.02), (0.6, 0.45), (0.45, 1.0)]]],
-    "8": [[[(0.82, 0.18), (0.5, 0.0), (0.18, 0.12), (0.2, 0.32), (0.5, 0.48), (0.85, 0.65), (0.85, 0.9), (0.5, 1.0),
-            (0.15, 0.9), (0.15, 0.68), (0.5, 0.5), (0.8, 0.32), (0.82, 0.18)]],
-          [[(0.5 + 0.3 * np.sin(t), 0.25 - 0.25 * np.cos(t)) for t in np.linspace(0, 2 * np.pi * 1.04, 12)],
-           [(0.5 + 0.4 * np.sin(t), 0.75 - 0.25 * np.cos(t)) for t in np.linspace(0, 2 * np.pi * 1.04, 12)]]],
-    "9": [[[(0.85, 0.2), (0.6, 0.0), (0.2, 0.05), (0.1, 0.28), (0.3, 0.48), (0.7, 0.45), (0.86, 0.2), (0.82, 1.0)]],
-          [[(0.85, 0.2), (0.6, 0.0), (0.2, 0.05), (0.1, 0.28), (0.3, 0.48), (0.7, 0.45), (0.86, 0.2), (0.88, 0.6),
-            (0.7, 0.92), (0.3, 0.98)]]],
-}
-
-
-def _chaikin(p, rounds):
-    for _ in range(rounds):
-        q = np.empty((2 * (len(p) - 1), 2))
-        q[0::2] = 0.75 * p[:-1] + 0.25 * p[1:]
-        q[1::2] = 0.25 * p[:-1] + 0.75 * p[1:]
-        p = np.concatenate([p[:1], q, p[-1:]])
-    return p
-
-
 def _drawn(rng, text):
-    """Float alpha [h, w] of the digits drawn as pen strokes, cropped with margins."""
-    scale = 2  # drawn at twice the size, then reduced (antialiasing)
-    dh = 60.0 * scale
-    lw0 = dh * rng.uniform(0.05, 0.22)
-    slant = rng.uniform(-0.3, 0.2)
-    x, base = dh * 0.5 + lw0, dh * 1.3
-    lines = []
-    for d in text:
-        ways = STROKES[d]
-        way = ways[int(rng.integers(len(ways)))]
-        h = dh * rng.uniform(0.85, 1.15)
-        w = h * rng.uniform(0.45, 0.75) * (0.45 if d == "1" and len(way[0]) == 2 else 1.0)
-        s = slant + rng.uniform(-0.08, 0.08)
-        base += rng.normal(0, 0.04) * dh
-        rounds = int(rng.choice(4, p=[0.1, 0.3, 0.3, 0.3]))
-        for stroke in way:
-            p = np.array(stroke, np.float64) + rng.normal(0, 0.035, (len(stroke), 2))
-            p = _chaikin(p, rounds)
-            px = x + p[:, 0] * w + (1 - p[:, 1]) * h * -s
-            py = base - h + p[:, 1] * h
-            lines.append((np.stack([px, py], axis=1), lw0 * rng.uniform(0.85, 1.15)))
-        x += w + h * max(rng.normal(0.15, 0.15), -0.1) + lw0
-    allp = np.concatenate([p for p, _ in lines])
-    off = allp.min(axis=0) - 2 * lw0
-    size = (int(allp[:, 0].max() - off[0] + 2 * lw0) + 1, int(allp[:, 1].max() - off[1] + 2 * lw0) + 1)
-    layer = Image.new("L", size, 0)
-    draw = ImageDraw.Draw(layer)
-    for p, lw in lines:
-        p = p - off
-        widths = lw * (1 + 0.3 * np.sin(np.linspace(0, rng.uniform(1, 6), len(p)) + rng.uniform(0, 6)))
-        for (ax, ay), (bx, by), wd in zip(p[:-1], p[1:], widths):
-            draw.line([(ax, ay), (bx, by)], fill=255, width=max(1, int(round(wd))))
-        for (ax, ay), wd in zip(p, widths):
-            r = wd / 2
-            draw.ellipse([ax - r, ay - r, ax + r, ay + r], fill=255)
-    layer = layer.resize((max(1, size[0] // scale), max(1, size[1] // scale)), Image.BOX)
-    return _crop_around_ink(rng, np.asarray(layer, np.float32) / 255.0, (0.3, 0.95), 3.0)
+    """Float alpha [h, w] of the digits drawn as pen strokes (handwriting.py), cropped with margins."""
+    return _crop_around_ink(rng, handwriting.draw(rng, text), (0.3, 0.99), 3.0)
 
 
 def _background(rng, h, w, level):
@@ -283,19 +202,25 @@ def _background(rng, h, w, level):
 def _finish(rng, alpha, drawn):
     """Resizes an alpha crop to its final size and prints it on paper: uint8 [h, w]."""
     h0, w0 = alpha.shape
-    th = int(rng.integers(14, 129 if drawn else 97))
+    plain = drawn and rng.random() < 0.75  # a canvas: white, nothing else
+    if drawn and h0 >= 14 and rng.random() < 0.5:
+        th = h0  # the canvas's own pixels
+    else:
+        th = int(rng.integers(14, 129 if drawn else 97))
     wf = float(np.exp(rng.uniform(np.log(0.8), np.log(1.25)) if drawn else rng.uniform(np.log(0.65), np.log(1.4))))
     tw = max(4, int(round(w0 * th / h0 * wf)))
     alpha = np.asarray(Image.fromarray(alpha, mode="F").resize((tw, th), Image.BILINEAR))
-    if rng.random() < 0.4:
+    if rng.random() < (0.15 if plain else 0.4):
         a8 = Image.fromarray(np.clip(alpha * 255 + 0.5, 0, 255).astype(np.uint8), mode="L")
         alpha = np.asarray(a8.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 1.4))), np.float32) / 255.0
     alpha = np.clip(alpha, 0, 1)
 
-    plain = drawn and rng.random() < 0.6  # a canvas: white, nothing else
-    low = rng.random() < 0.2
+    low = rng.random() < (0.1 if plain else 0.2)
     paper = 255.0 if plain else rng.uniform(170, 255)
-    ink = paper - rng.uniform(35, 90) if low else rng.uniform(0, max(0.0, paper - 90))
+    if low:
+        ink = paper - rng.uniform(35, 90)
+    else:
+        ink = rng.uniform(0, 130) if plain else rng.uniform(0, max(0.0, paper - 90))
     img = np.full((th, tw), paper, np.float32) if plain else _background(rng, th, tw, paper)
     if not plain:
         ys, xs = np.nonzero(alpha > 0.3)
@@ -328,7 +253,7 @@ def _finish(rng, alpha, drawn):
         out = np.asarray(small.resize((tw, th), Image.NEAREST if rng.random() < 0.5 else Image.BILINEAR))
     elif k < 0.13:  # binarised
         out = np.where(out < (paper + ink) / 2, int(ink), int(paper)).astype(np.uint8)
-    if rng.random() < 0.3:
+    if rng.random() < (0.1 if plain else 0.3):
         buf = io.BytesIO()
         Image.fromarray(out).save(buf, format="JPEG", quality=int(rng.integers(15, 91)))
         out = np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("L"))

@@ -184,7 +184,7 @@ def evaluate(model, samples, batch=64):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", type=int, choices=sorted(VERSIONS), default=1)
-    ap.add_argument("--samples", type=int, default=None, help="synthetic training crops (default 60000, v2 24000)")
+    ap.add_argument("--samples", type=int, default=None, help="synthetic training crops (default 60000, v2 28000)")
     ap.add_argument("--epochs", type=int, default=None, help="default 4")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
@@ -200,7 +200,7 @@ def main():
     net, _, _, weights = VERSIONS[a.version]
     a.out = a.out or os.path.join(HERE, weights)
     if a.samples is None:
-        a.samples = 60000 if a.version == 1 else 24000
+        a.samples = 60000 if a.version == 1 else 28000
     if a.epochs is None:
         a.epochs = 4
     if a.quick:
