@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/half.h"
+#include "check/schema.h"
 #include "kernels/reference/fused.h"
 #include "shape/infer.h"
 
@@ -391,6 +392,14 @@ bool well_formed(const ir::Graph& g) {
     for (const auto& o : n.outputs)
       if (!o.empty() && !defined.insert(o).second) return false;
   for (const auto& n : g.nodes) {
+    // The passes index a node's inputs and outputs by the op's signature (Sqrt's input 0,
+    // Add's inputs 0 and 1): a node with fewer or more than its schema allows is left to
+    // the planner, which names it.
+    if (const check::OpSchema* sc = check::find_schema(n.domain, n.op_type, n.opset)) {
+      const int nin = static_cast<int>(n.inputs.size()), nout = static_cast<int>(n.outputs.size());
+      if (nin < sc->min_inputs || nin > sc->max_inputs || nout < sc->min_outputs || nout > sc->max_outputs)
+        return false;
+    }
     for (const auto& i : n.inputs)
       if (!i.empty() && !defined.count(i)) return false;
     for (const auto& a : n.attrs) {

@@ -140,7 +140,8 @@ bool sort_topologically(ir::Graph& g);
 
 /// True when `g` is a graph the planner accepts as far as names go: every value defined
 /// once (an input with a default counts once), every node input, captured name and
-/// graph output defined. The optimizer leaves any other graph (or one with a cycle)
+/// graph output defined; every node of a known op with as many inputs and outputs as its
+/// schema allows. The optimizer leaves any other graph (or one with a cycle)
 /// alone, so that the planner reports what is wrong with it as it would unoptimized.
 bool well_formed(const ir::Graph& g);
 

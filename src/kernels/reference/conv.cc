@@ -345,6 +345,7 @@ void qlinear_conv_typed(KernelContext& ctx) {
     if (bias) sum += bias[m];
     float scale = xs[0] * ws[m] / ys[0];
     float v = std::nearbyint(static_cast<float>(sum) * scale) + static_cast<float>(yzp[0]);
+    if (std::isnan(v)) v = static_cast<float>(yzp[0]);  // a NaN/inf scale: the zero point, as QuantizeLinear
     yp[idx] = static_cast<Q>(std::clamp(v, lo, hi));
   });
 }

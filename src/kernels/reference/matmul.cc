@@ -449,6 +449,7 @@ void qlinear_matmul_kernel(KernelContext& ctx) {
           int64_t at = (static_cast<int64_t>(t) * p.M + i) * p.N + j;
           float mult = scale_at(sa, p.M, i, p.a_batch[t]) * scale_at(sb, p.N, j, p.b_batch[t]) / sy[0];
           double v = std::nearbyint(static_cast<double>(acc[static_cast<size_t>(at)]) * mult) + zp;
+          if (std::isnan(v)) v = zp;  // a NaN/inf scale: the zero point, as QuantizeLinear
           yd[at] = static_cast<T>(std::clamp(v, lo, hi));
         }
   };
