@@ -9,15 +9,15 @@
 #include "runtime/plan.h"
 
 namespace onyx::runtime {
-namespace {
 
-/// Ops whose output must not be computed at plan time.
 bool never_fold(const ir::Node& n) {
   static const std::set<std::string, std::less<>> kRandom = {
       "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
       "Bernoulli", "Multinomial", "Dropout"};
   return !n.domain.empty() || kRandom.count(n.op_type) > 0;
 }
+
+namespace {
 
 bool has_subgraphs(const ir::Node& n) {
   for (const auto& a : n.attrs)
@@ -272,7 +272,10 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
       cg->slots[step.out[i]].type = t;
     }
     if (step.static_shapes)
-      for (int s : step.out) step.static_types.push_back(s >= 0 ? cg->slots[s].type : ir::TypeInfo{});
+      for (int s : step.out) {
+        step.static_types.push_back(s >= 0 ? cg->slots[s].type : ir::TypeInfo{});
+        step.static_dims.push_back(s >= 0 ? ir::shape_dims(cg->slots[s].type.shape) : Dims{});
+      }
 
     // Kernel by the dtype of its type-defining input, when known now.
     const kernels::KernelDef* any = reg.find(node.domain, node.op_type, node.opset, DType::kUndefined);

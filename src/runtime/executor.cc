@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <exception>
+#include <memory>
 
 #include "base/error.h"
 
@@ -91,7 +92,7 @@ bool fully_known(const ir::TypeInfo& t) {
 /// Output 0 may take the buffer of input `k` when the frame is its only holder, the value
 /// dies at this step, and dtype and size match.
 bool can_take_buffer(const Step& step, int k, const std::vector<const Value*>& in, Frame* frame,
-                     const ir::TypeInfo& out0) {
+                     const ir::TypeInfo& out0, const Dims& dims0) {
   if (!frame || k < 0 || static_cast<size_t>(k) >= in.size() || !in[static_cast<size_t>(k)]) return false;
   const int slot = step.in[static_cast<size_t>(k)];
   if (slot < 0 || frame->graph->slots[static_cast<size_t>(slot)].is_const) return false;
@@ -104,21 +105,27 @@ bool can_take_buffer(const Step& step, int k, const std::vector<const Value*>& i
   if (!v.is_tensor()) return false;
   const Tensor& t = v.tensor();
   if (t.dtype() != out0.elem || t.dtype() == DType::kString || t.storage_users() != 1) return false;
-  return t.numel() == dims_numel(ir::shape_dims(out0.shape));
+  return t.numel() == dims_numel(dims0);
 }
 
 }  // namespace
 
 void run_step(const CompiledGraph& g, const Step& step, const std::vector<const Value*>& in,
-              std::vector<Value>& out, Frame* frame, ThreadPool* pool, RunContext& run) {
+              std::vector<Value>& out, Frame* frame, ThreadPool* pool, RunContext& run,
+              const StepMemo* memo, StepTrace* trace) {
   const ir::Node& node = *step.node;
   out.assign(node.outputs.size(), Value());
   try {
     // 1. Output shapes: static, or inferred from the concrete inputs.
     std::vector<ir::TypeInfo> inferred;
     const std::vector<ir::TypeInfo>* out_types = nullptr;
+    const std::vector<Dims>* out_dims = nullptr;  // of out_types, when known already
     if (step.static_shapes) {
       out_types = &step.static_types;
+      out_dims = &step.static_dims;
+    } else if (memo && !memo->types.empty()) {
+      out_types = &memo->types;
+      out_dims = &memo->dims;
     } else {
       std::vector<ir::TypeInfo> in_types(in.size());
       std::vector<const ir::TypeInfo*> type_ptrs(in.size(), nullptr);
@@ -135,6 +142,11 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
       step.shape(ictx);
       inferred = std::move(ictx.outputs());
       out_types = &inferred;
+      if (trace) {
+        trace->inferred = true;
+        trace->values_read = ictx.values_read();
+        trace->types = inferred;
+      }
     }
     // 2. Allocate outputs whose shape is fully known (unless the kernel makes its own):
     //    in the input that dies here when the kernel works in place, else from the run.
@@ -145,14 +157,18 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
       if (node.outputs[i].empty()) continue;
       const ir::TypeInfo& t = (*out_types)[i];
       if (!fully_known(t)) continue;
-      if (i == 0 && impl && can_take_buffer(step, impl->inplace_input(), in, frame, t)) {
-        out[0] = Value(in[static_cast<size_t>(impl->inplace_input())]->tensor().reshaped(ir::shape_dims(t.shape)));
+      Dims computed;
+      if (!out_dims) computed = ir::shape_dims(t.shape);
+      const Dims& dims = out_dims ? (*out_dims)[i] : computed;
+      if (i == 0 && impl && can_take_buffer(step, impl->inplace_input(), in, frame, t, dims)) {
+        out[0] = Value(in[static_cast<size_t>(impl->inplace_input())]->tensor().reshaped(dims));
         continue;
       }
-      out[i] = Value(run.allocate_output(node, i, t.elem, ir::shape_dims(t.shape), zero));
+      out[i] = Value(run.allocate_output(node, i, t.elem, dims, zero));
     }
     // 3. Kernel.
     const kernels::KernelDef* k = step.kernel;
+    if (!k && memo) k = memo->kernel;
     if (!k) {
       DType dt = DType::kUndefined;
       const kernels::KernelDef* any = kernels::default_registry().find(node.domain, node.op_type, node.opset, DType::kUndefined);
@@ -162,6 +178,7 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
       k = kernels::default_registry().find(node.domain, node.op_type, node.opset, dt);
       if (!k)
         fail_unsupported("{}: no kernel for input dtype {}", node.describe(), dtype_name(dt));
+      if (trace) trace->kernel = k;
     }
     FrameSubgraphRunner sub(step, frame, pool, run);
     kernels::KernelContext kctx(node, in, &out, &sub, pool, &run, !run.limits().reference_kernels);
@@ -187,21 +204,128 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
   }
 }
 
+namespace {
+
+/// Outputs of one step whose values a signature may fix: at most this many bytes each
+/// step, and a signature's memo at most kMemoBytes (the planner keeps 256 signatures).
+constexpr uint64_t kMemoStepBytes = 4096;
+constexpr uint64_t kMemoBytes = 64 * 1024;
+
+/// The first run of a signature: follows which slots have a shape, and which a value,
+/// fixed by the signature (dtypes and dims of the inputs) alone, and fills the memo.
+class MemoRecorder {
+ public:
+  MemoRecorder(const CompiledGraph& g, const Frame& f, SignaturePlan& plan)
+      : plan_(plan), shape_(g.slots.size(), 0), value_(g.slots.size(), 0), output_(g.slots.size(), 0) {
+    plan_.steps.assign(g.steps.size(), StepMemo());
+    for (size_t s = 0; s < g.slots.size(); ++s)
+      if (g.slots[s].is_const) shape_[s] = value_[s] = 1;
+    for (int s : g.inputs) {
+      const Value& v = f.values[static_cast<size_t>(s)];
+      if (!v.is_tensor()) continue;
+      shape_[static_cast<size_t>(s)] = 1;  // the signature holds its dtype and dims
+      const Value& def = g.slots[static_cast<size_t>(s)].constant;
+      if (def.is_tensor() && def.tensor().storage() == v.tensor().storage() && v.tensor().storage())
+        value_[static_cast<size_t>(s)] = 1;  // not fed: its default
+    }
+    for (int s : g.outputs) output_[static_cast<size_t>(s)] = 1;
+  }
+
+  void note(const Step& step, const std::vector<Value>& out, const StepTrace& trace) {
+    const ir::Node& node = *step.node;
+    StepMemo& m = plan_.steps[static_cast<size_t>(step.index)];
+    // A kernel that makes its own outputs (views, data-dependent shapes) counts when it
+    // made exactly what was inferred (checked below).
+    bool shapes = step.subgraphs.empty();
+    bool values = shapes && !never_fold(node);
+    for (int s : step.in) {
+      if (s < 0) continue;
+      shapes = shapes && shape_[static_cast<size_t>(s)];
+      values = values && value_[static_cast<size_t>(s)];
+    }
+    // The dtypes of the inputs are fixed with their shapes: so is the kernel they pick.
+    if (shapes) m.kernel = trace.kernel;
+    // Shape and Size read only their input's shape.
+    if (shapes && node.domain.empty() && (node.op_type == "Shape" || node.op_type == "Size")) values = true;
+    if (trace.inferred)
+      for (size_t i = 0; shapes && i < 64; ++i) {
+        if (!(trace.values_read >> i & 1)) continue;
+        const int s = i < 63 && i < step.in.size() ? step.in[i] : -2;
+        shapes = s == -1 || (s >= 0 && value_[static_cast<size_t>(s)]);
+      }
+    const std::vector<ir::TypeInfo>* types = step.static_shapes ? &step.static_types : trace.inferred ? &trace.types : nullptr;
+    uint64_t bytes = 0;
+    bool skip = values;
+    for (size_t i = 0; i < step.out.size(); ++i) {
+      const int s = step.out[i];
+      if (s < 0) continue;
+      // The kernel made what was inferred: a tensor of exactly that shape.
+      const bool as_inferred = types && i < types->size() && out[i].is_tensor() &&
+                               (*types)[i].kind == ir::TypeInfo::Kind::kTensor && (*types)[i].has_shape &&
+                               ir::shape_known((*types)[i].shape) && (*types)[i].elem == out[i].tensor().dtype() &&
+                               ir::shape_dims((*types)[i].shape) == out[i].tensor().dims();
+      shapes = shapes && as_inferred;
+      if (out[i].is_tensor() && out[i].tensor().dtype() != DType::kString) bytes += out[i].tensor().nbytes();
+      else skip = false;
+      skip = skip && !output_[static_cast<size_t>(s)];
+    }
+    values = values && shapes;
+    skip = skip && values && bytes <= kMemoStepBytes && memo_bytes_ + bytes <= kMemoBytes;
+    for (int s : step.out)
+      if (s >= 0) {
+        shape_[static_cast<size_t>(s)] = shapes;
+        value_[static_cast<size_t>(s)] = values;
+      }
+    if (shapes && trace.inferred) {
+      m.types = trace.types;
+      for (const ir::TypeInfo& t : m.types) m.dims.push_back(t.has_shape ? ir::shape_dims(t.shape) : Dims{});
+    }
+    if (skip) {
+      memo_bytes_ += bytes;
+      m.values.resize(out.size());
+      for (size_t i = 0; i < out.size(); ++i)
+        if (step.out.size() > i && step.out[i] >= 0) m.values[i] = Value(out[i].tensor().clone());
+      m.skip = true;
+    }
+  }
+
+ private:
+  SignaturePlan& plan_;
+  std::vector<char> shape_, value_, output_;  ///< per slot
+  uint64_t memo_bytes_ = 0;
+};
+
+}  // namespace
+
 void run_frame(Frame& f, ThreadPool* pool) {
   const CompiledGraph& g = *f.graph;
   const bool main = f.is_main;
+  const SignaturePlan* memo = main ? f.run->memo() : nullptr;
+  if (memo && memo->steps.size() != g.steps.size()) memo = nullptr;
+  SignaturePlan* to_record = main ? f.run->memo_to_record() : nullptr;
+  std::unique_ptr<MemoRecorder> recorder;
+  if (to_record) recorder = std::make_unique<MemoRecorder>(g, f, *to_record);
   std::vector<const Value*> in;
   std::vector<Value> out;
+  StepTrace trace;
   for (const Step& step : g.steps) {
     if (step.folded) continue;
     f.run->check_terminate(*step.node);
     if (main) f.run->begin_step(step.index);
-    in.assign(step.in.size(), nullptr);
-    for (size_t i = 0; i < step.in.size(); ++i)
-      if (step.in[i] >= 0) in[i] = &frame_value(f, step.in[i]);
-    run_step(g, step, in, out, &f, pool, *f.run);
-    for (size_t i = 0; i < step.out.size(); ++i)
-      if (step.out[i] >= 0) f.values[static_cast<size_t>(step.out[i])] = std::move(out[i]);
+    const StepMemo* sm = memo ? &memo->steps[static_cast<size_t>(step.index)] : nullptr;
+    if (sm && sm->skip) {
+      for (size_t i = 0; i < step.out.size(); ++i)
+        if (step.out[i] >= 0) f.values[static_cast<size_t>(step.out[i])] = sm->values[i];
+    } else {
+      in.assign(step.in.size(), nullptr);
+      for (size_t i = 0; i < step.in.size(); ++i)
+        if (step.in[i] >= 0) in[i] = &frame_value(f, step.in[i]);
+      if (recorder) trace = StepTrace();
+      run_step(g, step, in, out, &f, pool, *f.run, sm, recorder ? &trace : nullptr);
+      if (recorder) recorder->note(step, out, trace);
+      for (size_t i = 0; i < step.out.size(); ++i)
+        if (step.out[i] >= 0) f.values[static_cast<size_t>(step.out[i])] = std::move(out[i]);
+    }
     for (int s : step.release) f.values[static_cast<size_t>(s)] = Value();
   }
   // Releases after the last step are attributed to it, not to "after the run".

@@ -26,10 +26,20 @@ void init_frame(Frame& f, const CompiledGraph& g, const Frame* parent, RunContex
 /// Runs every step of f.graph in order, checking the terminate flag before each.
 void run_frame(Frame& f, ThreadPool* pool);
 
-/// Runs one step: infers output shapes (unless static), allocates, calls the kernel.
-/// `frame` is the frame the step belongs to (for subgraphs); may be null when folding.
+/// What run_step reports to the first run of a signature (see StepMemo).
+struct StepTrace {
+  bool inferred = false;     ///< the shape function ran
+  uint64_t values_read = 0;  ///< then: shape::InferContext::values_read()
+  std::vector<ir::TypeInfo> types;             ///< then: what it inferred
+  const kernels::KernelDef* kernel = nullptr;  ///< the kernel picked by dtype at run time
+};
+
+/// Runs one step: infers output shapes (unless static or given by `memo`), allocates,
+/// calls the kernel. `frame` is the frame the step belongs to (for subgraphs); may be
+/// null when folding. `trace`, when given, is filled for the signature's memo.
 void run_step(const CompiledGraph& g, const Step& step, const std::vector<const Value*>& in,
-              std::vector<Value>& out, Frame* frame, ThreadPool* pool, RunContext& run);
+              std::vector<Value>& out, Frame* frame, ThreadPool* pool, RunContext& run,
+              const StepMemo* memo = nullptr, StepTrace* trace = nullptr);
 
 /// The TypeInfo describing a concrete value.
 ir::TypeInfo type_of_value(const Value& v, const ir::TypeInfo* declared);

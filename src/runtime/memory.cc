@@ -111,7 +111,7 @@ std::shared_ptr<ArenaPlan> Recording::finish() {
   return std::make_shared<ArenaPlan>(std::move(entries), layout.total);
 }
 
-std::shared_ptr<ArenaPlan> MemoryPlanner::find(const Signature& sig) {
+std::shared_ptr<const SignaturePlan> MemoryPlanner::find(const Signature& sig) {
   std::lock_guard<std::mutex> g(mu_);
   for (auto it = plans_.begin(); it != plans_.end(); ++it)
     if (it->first == sig) {
@@ -121,7 +121,12 @@ std::shared_ptr<ArenaPlan> MemoryPlanner::find(const Signature& sig) {
   return nullptr;
 }
 
-void MemoryPlanner::insert(const Signature& sig, std::shared_ptr<ArenaPlan> plan) {
+size_t MemoryPlanner::size() {
+  std::lock_guard<std::mutex> g(mu_);
+  return plans_.size();
+}
+
+void MemoryPlanner::insert(const Signature& sig, std::shared_ptr<const SignaturePlan> plan) {
   std::lock_guard<std::mutex> g(mu_);
   for (auto it = plans_.begin(); it != plans_.end(); ++it)
     if (it->first == sig) {

@@ -10,6 +10,12 @@
 // pool of raw buffers (one per concurrent run, grown to the largest plan asked for), so
 // memory is bounded by (concurrent runs) x (largest arena), whatever the number of shapes.
 //
+// The same first run also notes, per step of the main graph, what the signature alone
+// fixes (a StepMemo): the output types it inferred, the kernel it picked by dtype, and the
+// outputs themselves when they are computed from shapes and constants only (Shape ->
+// Gather -> Concat feeding a Reshape). Later runs with that signature skip the shape
+// functions of those steps and do not run the steps whose outputs are memoized.
+//
 // Safety does not rest on the plan being right: a planned region is handed out only when
 // it is at least as large as asked and every buffer sharing its bytes (earlier in the
 // plan) has been freed; otherwise that one tensor comes from the heap. An arena goes back
@@ -22,8 +28,13 @@
 #include <mutex>
 #include <vector>
 
+#include "ir/graph.h"
 #include "onyx/tensor.h"
 #include "plan/arena.h"
+
+namespace onyx::kernels {
+struct KernelDef;
+}
 
 namespace onyx::runtime {
 
@@ -80,6 +91,25 @@ class ArenaPlan : public std::enable_shared_from_this<ArenaPlan> {
   uint64_t total_ = 0;
 };
 
+/// What the first run with a signature learned about one main-graph step.
+struct StepMemo {
+  /// The output types inferred at run time; empty: infer them on every run (they depend
+  /// on more than the signature, or were static already).
+  std::vector<ir::TypeInfo> types;
+  std::vector<Dims> dims;  ///< with `types`: their dims
+  /// The kernel picked by the inputs' dtypes, for a step planned without one (or null).
+  const kernels::KernelDef* kernel = nullptr;
+  /// With `skip`: the outputs, fixed by the signature alone; the step is not run.
+  std::vector<Value> values;
+  bool skip = false;
+};
+
+/// What the runs of one input signature reuse; read-only once in the MemoryPlanner.
+struct SignaturePlan {
+  std::shared_ptr<ArenaPlan> arena;  ///< null: no arena (nothing to place)
+  std::vector<StepMemo> steps;       ///< per main-graph step; empty: nothing learned
+};
+
 /// What one run recorded: per executor-allocated output, its size and lifetime.
 class Recording {
  public:
@@ -108,15 +138,17 @@ class Recording {
 class MemoryPlanner {
  public:
   explicit MemoryPlanner(size_t capacity = 256) : capacity_(capacity) {}
-  std::shared_ptr<ArenaPlan> find(const Signature& sig);
-  void insert(const Signature& sig, std::shared_ptr<ArenaPlan> plan);
+  std::shared_ptr<const SignaturePlan> find(const Signature& sig);
+  void insert(const Signature& sig, std::shared_ptr<const SignaturePlan> plan);
   const std::shared_ptr<BufferPool>& pool() const { return pool_; }
+  size_t size();
 
  private:
   std::mutex mu_;
   size_t capacity_;
   std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
-  std::list<std::pair<Signature, std::shared_ptr<ArenaPlan>>> plans_;  ///< most recent first
+  /// Most recent first.
+  std::list<std::pair<Signature, std::shared_ptr<const SignaturePlan>>> plans_;
 };
 
 }  // namespace onyx::runtime

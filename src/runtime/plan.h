@@ -31,6 +31,7 @@ struct Step {
   shape::ShapeFn shape = nullptr;
   bool static_shapes = false;  ///< all output shapes known statically: skip run-time inference
   std::vector<ir::TypeInfo> static_types;  ///< with static_shapes: the output types (per output)
+  std::vector<Dims> static_dims;           ///< with static_shapes: their dims
   bool folded = false;         ///< outputs computed at plan time
   std::vector<int> release;    ///< slots whose last use is this step
   int index = 0;               ///< position in CompiledGraph::steps
@@ -67,6 +68,10 @@ struct PlanOptions {
   /// chain of 40 nodes, each folding to 64 MiB, would keep 2.5 GiB in the session.
   uint64_t fold_total_bytes = uint64_t{256} << 20;
 };
+
+/// Ops whose outputs are not a function of their inputs alone (random ops) or whose
+/// semantics the planner does not know (other domains): never folded or memoized.
+bool never_fold(const ir::Node& n);
 
 /// Compiles the main graph. Throws onyx::Error naming the node at fault.
 std::unique_ptr<CompiledGraph> compile_graph(const ir::Graph& g, const PlanOptions& opts);

@@ -32,18 +32,34 @@ RunContext::RunContext(const SessionOptions& limits, const RunOptions* options, 
       planner_(planner),
       signature_(std::move(signature)) {
   if (!planner_) return;
-  plan_ = planner_->find(signature_);
-  if (plan_) arena_ = plan_->acquire(planner_->pool());
-  if (!arena_) recording_ = std::make_shared<Recording>();
+  sig_plan_ = planner_->find(signature_);
+  if (sig_plan_) {
+    plan_ = sig_plan_->arena;
+    // Memory short: this run takes its tensors from the heap.
+    if (plan_) arena_ = plan_->acquire(planner_->pool());
+    return;
+  }
+  recording_ = std::make_shared<Recording>();
+  building_ = std::make_shared<SignaturePlan>();
 }
 
 RunContext::~RunContext() = default;
 
 void RunContext::finish() {
   if (!recording_) return;
-  std::shared_ptr<ArenaPlan> plan = recording_->finish();
+  building_->arena = recording_->finish();
   recording_.reset();
-  if (plan) planner_->insert(signature_, std::move(plan));
+  planner_->insert(signature_, std::move(building_));
+}
+
+bool RunContext::memo_holds(const void* storage) const {
+  for (const SignaturePlan* p : {sig_plan_.get(), static_cast<const SignaturePlan*>(building_.get())}) {
+    if (!p) continue;
+    for (const StepMemo& m : p->steps)
+      for (const Value& v : m.values)
+        if (v.is_tensor() && v.tensor().storage() == storage) return true;
+  }
+  return false;
 }
 
 void RunContext::cancelled(const ir::Node& node) const {

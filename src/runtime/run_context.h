@@ -43,6 +43,15 @@ class RunContext {
   /// The run ended normally: a recording becomes the plan of its signature.
   void finish();
 
+  /// What earlier runs with this signature learned about the main graph's steps, or null.
+  const SignaturePlan* memo() const { return sig_plan_.get(); }
+  /// While this run is the first with its signature: where the executor notes what it
+  /// learns (SignaturePlan::steps), kept by finish(); else null.
+  SignaturePlan* memo_to_record() { return building_.get(); }
+  /// True when a memoized value (StepMemo::values) of this run's signature holds
+  /// `storage`: an output that views it must be copied before it is handed out.
+  bool memo_holds(const void* storage) const;
+
   /// Throws Error(kCancelled) naming `node` when RunOptions::terminate is set.
   void check_terminate(const ir::Node& node) const {
     if (terminate_ && terminate_->load(std::memory_order_relaxed)) cancelled(node);
@@ -70,6 +79,8 @@ class RunContext {
   std::shared_ptr<Budget> budget_;  ///< shared with the buffers, which may outlive the run
   MemoryPlanner* planner_ = nullptr;
   Signature signature_;
+  std::shared_ptr<const SignaturePlan> sig_plan_;
+  std::shared_ptr<SignaturePlan> building_;
   std::shared_ptr<ArenaPlan> plan_;
   std::shared_ptr<ArenaBuffer> arena_;
   std::shared_ptr<Recording> recording_;

@@ -94,18 +94,18 @@ void check_feed(const ir::ValueInfo& vi, const Value& v) {
       fail_arg("input '{}': expected a tensor {}, got a {}", vi.name, want.str(),
                v.is_sequence() ? "sequence" : "missing value");
     const Tensor& t = v.tensor();
-    std::string got = std::string(dtype_name(t.dtype())) + dims_str(t.dims());
+    auto got = [&] { return std::string(dtype_name(t.dtype())) + dims_str(t.dims()); };  // for messages only
     if (want.elem != DType::kUndefined && t.dtype() != want.elem)
       fail_arg("input '{}': expected dtype {}, got {} (expected {}, given {})", vi.name,
-               dtype_name(want.elem), dtype_name(t.dtype()), want.str(), got);
+               dtype_name(want.elem), dtype_name(t.dtype()), want.str(), got());
     if (!want.has_shape) return;
     if (want.shape.size() != t.rank())
       fail_arg("input '{}': expected rank {}, got rank {} (expected {}, given {}).{}", vi.name,
-               want.shape.size(), t.rank(), want.str(), got, layout_hint(want.shape, t.dims()));
+               want.shape.size(), t.rank(), want.str(), got(), layout_hint(want.shape, t.dims()));
     for (size_t i = 0; i < t.rank(); ++i)
       if (want.shape[i].known() && want.shape[i].value != t.dim(i))
         fail_arg("input '{}': dim {} must be {}, got {} (expected {}, given {}).{}", vi.name, i,
-                 want.shape[i].value, t.dim(i), want.str(), got, layout_hint(want.shape, t.dims()));
+                 want.shape[i].value, t.dim(i), want.str(), got(), layout_hint(want.shape, t.dims()));
   } else if (want.kind == ir::TypeInfo::Kind::kSequence) {
     if (!v.is_sequence()) fail_arg("input '{}': expected {}, got a non-sequence value", vi.name, want.str());
   }
@@ -273,20 +273,21 @@ std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>
     runtime::run_frame(f, impl_->pool.get());
     for (int s : g.outputs) result.push_back(runtime::frame_value(f, s));
   }
-  run.finish();
-  // Outputs belong to the caller: copy any that shares memory with the session, a feed
-  // or an output before it.
-  std::unordered_set<const void*> feed_storage;
+  // Outputs belong to the caller: copy any that shares memory with the session (its
+  // constants, the values memoized for this signature), a feed or an output before it.
+  // Few feeds and outputs: plain vectors, searched linearly.
+  std::vector<const void*> feed_storage;
   for (const auto& [name, value] : feeds) {
-    if (value.is_tensor() && value.tensor().storage()) feed_storage.insert(value.tensor().storage());
+    if (value.is_tensor() && value.tensor().storage()) feed_storage.push_back(value.tensor().storage());
     if (value.is_sequence())
       for (const Tensor& t : value.seq())
-        if (t.storage()) feed_storage.insert(t.storage());
+        if (t.storage()) feed_storage.push_back(t.storage());
   }
-  auto foreign_or_handed = [&](const void* s, std::unordered_set<const void*>& handed) {
-    return s && (impl_->own_storage.count(s) || feed_storage.count(s) || handed.count(s));
+  auto has = [](const std::vector<const void*>& v, const void* s) { return std::find(v.begin(), v.end(), s) != v.end(); };
+  auto foreign_or_handed = [&](const void* s, const std::vector<const void*>& handed) {
+    return s && (impl_->own_storage.count(s) || has(feed_storage, s) || has(handed, s) || run.memo_holds(s));
   };
-  std::unordered_set<const void*> handed;
+  std::vector<const void*> handed;
   std::vector<Value> out;
   out.reserve(g.outputs.size());
   for (Value& v : result) {
@@ -297,19 +298,20 @@ std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>
       } else {
         out.push_back(v);
       }
-      if (out.back().tensor().storage()) handed.insert(out.back().tensor().storage());
+      if (out.back().tensor().storage()) handed.push_back(out.back().tensor().storage());
     } else if (v.is_sequence()) {
       std::vector<Tensor> items;
       items.reserve(v.seq().size());
       for (const Tensor& t : v.seq()) {
         items.push_back(foreign_or_handed(t.storage(), handed) ? t.clone() : t);
-        if (items.back().storage()) handed.insert(items.back().storage());
+        if (items.back().storage()) handed.push_back(items.back().storage());
       }
       out.push_back(Value::sequence(v.seq_dtype(), std::move(items)));
     } else {
       out.push_back(v);
     }
   }
+  run.finish();
   return out;
 }
 

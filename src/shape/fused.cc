@@ -25,12 +25,13 @@ std::vector<ir::TypeInfo> infer_as(InferContext& ctx, const char* op, size_t inp
   std::vector<const Tensor*> values;
   for (size_t i = 0; i < inputs && i < ctx.num_inputs(); ++i) {
     types.push_back(ctx.has_input(i) ? &ctx.input_type(i) : nullptr);
-    values.push_back(ctx.input_value(i));
+    values.push_back(ctx.peek_value(i));
   }
   InferContext sub(base, types, values, nullptr);
   ShapeFn fn = shape_registry().find("", op);
   if (!fn) ctx.fail("no shape function for {}", op);
   fn(sub);
+  ctx.note_values_read(sub.values_read());  // inputs 0..inputs-1 are the same in both
   return std::move(sub.outputs());
 }
 

@@ -41,10 +41,21 @@ class InferContext {
   bool has_shape(size_t i) const;
   const ir::Shape& input_shape(size_t i) const;  ///< fails when the rank is unknown
   size_t input_rank(size_t i) const { return input_shape(i).size(); }
-  /// The value of input `i` when known, else nullptr.
+  /// The value of input `i` when known, else nullptr. Notes that the function read it
+  /// (values_read()).
   const Tensor* input_value(size_t i) const {
-    return i < values_.size() ? values_[i] : nullptr;
+    if (i >= values_.size()) return nullptr;
+    if (values_[i]) values_read_ |= uint64_t{1} << (i < 63 ? i : 63);
+    return values_[i];
   }
+  /// Bit i (i < 63): the value of input i was read; bit 63: some input from 63 on. The
+  /// executor caches an output type per input signature only when every value it was
+  /// inferred from is itself fixed by the signature.
+  uint64_t values_read() const { return values_read_; }
+  /// The value of input `i` without noting a read: for a function that hands the values
+  /// on to another context and then adds that context's reads with note_values_read().
+  const Tensor* peek_value(size_t i) const { return i < values_.size() ? values_[i] : nullptr; }
+  void note_values_read(uint64_t mask) const { values_read_ |= mask; }
   /// Reads an integer tensor input (int32/int64) as int64 values; nullopt when unknown.
   bool input_ints(size_t i, std::vector<int64_t>& out) const;
 
@@ -80,6 +91,7 @@ class InferContext {
   std::vector<const Tensor*> values_;
   std::vector<ir::TypeInfo> outputs_;
   SymbolGen* symbols_;
+  mutable uint64_t values_read_ = 0;
 };
 
 using ShapeFn = void (*)(InferContext&);

@@ -1,6 +1,7 @@
 """Fixture models for tests/web (written into the folder given): a corrupt copy of the
-digit reader, and a valid model with an op the WebAssembly build cannot run
-(RegexFullMatch, left out of the wasm build: see src/kernels/reference/string.cc)."""
+digit reader, a valid model with an op the WebAssembly build cannot run
+(RegexFullMatch, left out of the wasm build: see src/kernels/reference/string.cc), and
+Relu + Shape of a vector of any length."""
 import os
 import sys
 
@@ -24,6 +25,19 @@ def main():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)], producer_name="tests/web")
     m.ir_version = 9
     with open(os.path.join(out, "regex.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+    # y = Relu(x) and n = Shape(x) for any length: inputs and outputs of any size through
+    # the worker (its fast lane has a buffer of 1 MiB to begin with).
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu"),
+         helper.make_node("Shape", ["x"], ["n"], name="shape")],
+        "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N"]),
+         helper.make_tensor_value_info("n", TensorProto.INT64, [1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="tests/web")
+    m.ir_version = 8
+    with open(os.path.join(out, "relu.onnx"), "wb") as f:
         f.write(m.SerializeToString())
 
 

@@ -274,6 +274,68 @@ const tests = {
     console.log(`  encoder output ${onyx.dims}: max |onyx-web - onnxruntime-web| = ${maxDiff.toExponential(2)}`);
   },
 
+  // The worker's fast lane (bindings/js/src/channel.ts, used when the page is isolated):
+  // runs of changing shapes, an error, concurrent runs and buffers larger than the lane,
+  // each compared with onnxruntime-web or with values computed here.
+  async worker_fast_lane() {
+    const model = join(build, 'models/transformer/model.onnx');
+    if (!check(existsSync(model), 'the encoder model is exported', `${model} is missing: run ctest -R models_export in ${build}`)) return;
+    const page = await newPage();
+    await page.goto(`${url}tests/ort_program.html?runtime=onyx`);
+    await page.waitForFunction(() => document.body.dataset.ready === '1');
+    const r = await page.evaluate(async () => {
+      const onyx = await import('/dist/index.mjs');
+      const ort = await import('/ort/ort.wasm.min.mjs');
+      onyx.env.wasm.numThreads = 1;
+      ort.env.wasm.numThreads = 1;
+      ort.env.wasm.wasmPaths = '/ort/';
+      const bytes = new Uint8Array(await (await fetch('/build-models/transformer/model.onnx')).arrayBuffer());
+      const so = await onyx.InferenceSession.create(bytes);
+      const sr = await ort.InferenceSession.create(bytes, { executionProviders: ['wasm'] });
+      let seed = 7;
+      const rand = (n) => Float32Array.from({ length: n }, () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1);
+      const out = { isolated: crossOriginIsolated, artifact: so.execution.artifact, diffs: [], dims: [] };
+      const both = async (seq) => {
+        const x = rand(seq * 16);
+        const [a, b] = await Promise.all([so.run({ x: new onyx.Tensor('float32', x, [1, seq, 16]) }),
+                                          sr.run({ x: new ort.Tensor('float32', x, [1, seq, 16]) })]);
+        let d = 0;
+        for (let i = 0; i < b.y.data.length; ++i) d = Math.max(d, Math.abs(a.y.data[i] - b.y.data[i]));
+        return { seq, dims: [...a.y.dims].join(','), want: [...b.y.dims].join(','), d, n: a.y.data.length === b.y.data.length };
+      };
+      const laneRuns = () => so.backend.laneRuns;
+      out.before = laneRuns();
+      for (const seq of [10, 3, 10, 7, 3, 10, 1, 10, 3]) out.diffs.push(await both(seq));
+      out.sequential = laneRuns() - out.before;
+      try {
+        await so.run({ x: new onyx.Tensor('float32', rand(160), [10, 16]) });
+        out.err = 'no error';
+      } catch (e) { out.err = `${e.constructor.name} ${e.code}: ${e.message}`; }
+      out.afterError = await both(5);
+      out.concurrent = await Promise.all([4, 9, 4, 2].map((s) => both(s)));
+      // Relu + Shape over 300,000 floats (1.2 MB: more than the lane's first 1 MiB), then small, then big again.
+      const relu = await onyx.InferenceSession.create(new Uint8Array(await (await fetch('/fixtures/relu.onnx')).arrayBuffer()));
+      out.relu = [];
+      for (const n of [1000, 300000, 1000, 300000, 300000]) {
+        const x = rand(n);
+        const o = await relu.run({ x: new onyx.Tensor('float32', x, [n]) });
+        let ok = o.y.data.length === n && o.n.data.length === 1 && o.n.data[0] === BigInt(n) && o.n.data instanceof BigInt64Array;
+        for (let i = 0; ok && i < n; ++i) ok = o.y.data[i] === Math.max(x[i], 0);
+        out.relu.push({ n, ok });
+      }
+      out.total = laneRuns() - out.before;
+      return out;
+    });
+    check(r.isolated && r.artifact === 'onyx-web', 'fast lane: an isolated page with the single-threaded build', JSON.stringify(r).slice(0, 200));
+    for (const x of [...r.diffs, r.afterError, ...r.concurrent])
+      check(x.dims === x.want && x.n && x.d < 1e-4, `fast lane: encoder seq ${x.seq} matches onnxruntime-web`, JSON.stringify(x));
+    check(r.sequential >= 6, 'fast lane: sequential runs go through it', `${r.sequential} of 9`);
+    check(/^InvalidArgumentError InvalidArgument: input 'x': expected rank 3, got rank 2/.test(r.err), 'fast lane: an error keeps its class and message', r.err);
+    for (const x of r.relu) check(x.ok, `fast lane: Relu and Shape of ${x.n} floats`);
+    console.log(`  fast lane: ${r.sequential} of 9 sequential runs, ${r.total} runs in all; encoder max |diff| ${Math.max(...r.diffs.map((x) => x.d)).toExponential(2)}`);
+    await page.context().close();
+  },
+
   async not_isolated_says_so() {
     const page = await newPage();
     await page.goto(url2);

@@ -2,7 +2,7 @@
 // in the Web Worker (worker.ts) or, with env.wasm.proxy = false, on the page's thread.
 
 import { makeError, OnyxError } from './errors.js';
-import { typeCodes, typeOfCode, type TensorType } from './tensor.js';
+import { typeCodes, typeOfCode, viewOfType, type TensorType } from './tensor.js';
 
 /** A tensor as it crosses the worker boundary (plain data, transferable buffers). */
 export interface WireTensor {
@@ -287,21 +287,5 @@ export class Core {
     } finally {
       m._onyx_web_buffer_free(b);
     }
-  }
-}
-
-function viewOfType(type: TensorType, buf: ArrayBuffer, n: number): ArrayBufferView {
-  switch (type) {
-    case 'float32': return new Float32Array(buf, 0, n);
-    case 'float64': return new Float64Array(buf, 0, n);
-    case 'int8': return new Int8Array(buf, 0, n);
-    case 'uint8': case 'bool': return new Uint8Array(buf, 0, n);
-    case 'int16': return new Int16Array(buf, 0, n);
-    case 'uint16': case 'float16': return new Uint16Array(buf, 0, n);
-    case 'int32': return new Int32Array(buf, 0, n);
-    case 'uint32': return new Uint32Array(buf, 0, n);
-    case 'int64': return new BigInt64Array(buf, 0, n);
-    case 'uint64': return new BigUint64Array(buf, 0, n);
-    default: throw new OnyxError('Internal', `no typed array for ${type}`);
   }
 }

@@ -1,6 +1,6 @@
 // Tensor with onnxruntime-web's shape: new Tensor(type, data, dims), .type, .data, .dims, .size.
 
-import { InvalidArgumentError } from './errors.js';
+import { InvalidArgumentError, OnyxError } from './errors.js';
 
 /** Element types onyx-web feeds and returns, with onnxruntime-web's names. */
 export interface DataTypeMap {
@@ -119,4 +119,21 @@ export class Tensor {
     return this.data;
   }
   dispose(): void {}
+}
+
+/** A typed array of `type` over the first `n` elements of `buf`. */
+export function viewOfType(type: TensorType, buf: ArrayBuffer, n: number): ArrayBufferView {
+  switch (type) {
+    case 'float32': return new Float32Array(buf, 0, n);
+    case 'float64': return new Float64Array(buf, 0, n);
+    case 'int8': return new Int8Array(buf, 0, n);
+    case 'uint8': case 'bool': return new Uint8Array(buf, 0, n);
+    case 'int16': return new Int16Array(buf, 0, n);
+    case 'uint16': case 'float16': return new Uint16Array(buf, 0, n);
+    case 'int32': return new Int32Array(buf, 0, n);
+    case 'uint32': return new Uint32Array(buf, 0, n);
+    case 'int64': return new BigInt64Array(buf, 0, n);
+    case 'uint64': return new BigUint64Array(buf, 0, n);
+    default: throw new OnyxError('Internal', `no typed array for ${type}`);
+  }
 }

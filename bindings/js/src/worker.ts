@@ -1,10 +1,20 @@
 // The Web Worker onyx-web runs in by default: it loads the wasm module once and answers
-// requests from index.ts. Buffers of results are transferred back, never copied.
+// requests from index.ts. Buffers of results are transferred back, never copied. Runs may
+// also come through the fast lane of channel.ts.
 
-import { Core, type LoadOptions, type WireTensor } from './core.js';
+import {
+  CLAIMED, LISTEN_MS, LISTENING, OFF, POSTED, readTensors, REPLY, REPLY_OK, REPLY_POSTED, REQUEST, STATE,
+  laneBytes, writeError, writeTensors, type ChannelBuffers, type LaneTensor,
+} from './channel.js';
+import { Core, type LoadOptions, type SessionInfo, type WireTensor } from './core.js';
 import { toWire } from './errors.js';
 
 let core: Promise<Core> | null = null;
+/** Input and output names per session handle (the fast lane sends indices). */
+const sessions = new Map<number, { inputs: string[]; outputs: string[] }>();
+let lane: { ctl: Int32Array; data: SharedArrayBuffer } | null = null;
+/** Messages taken from the page (compared with the page's POSTED count). */
+let taken = 0;
 
 function transferables(ts: WireTensor[]): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
@@ -18,10 +28,19 @@ async function handle(op: string, a: any): Promise<[unknown, ArrayBuffer[]]> {
     if (!core) core = Core.load(a as LoadOptions);
     return [(await core).info, []];
   }
+  if (op === 'channel') {
+    const b = a as ChannelBuffers;
+    lane = { ctl: new Int32Array(b.ctl), data: b.data };
+    return [null, []];
+  }
   const c = await core!;
   switch (op) {
-    case 'create': return [c.createSession(a.model, a.threads, a.strict, a.optimize), []];
-    case 'release': c.releaseSession(a.handle); return [null, []];
+    case 'create': {
+      const info: SessionInfo = c.createSession(a.model, a.threads, a.strict, a.optimize);
+      sessions.set(info.handle, { inputs: info.inputs.map((v) => v.name), outputs: info.outputs.map((v) => v.name) });
+      return [info, []];
+    }
+    case 'release': sessions.delete(a.handle); c.releaseSession(a.handle); return [null, []];
     case 'run': {
       const r = c.run(a.handle, a.names, a.feeds);
       return [r, transferables(r.tensors)];
@@ -35,11 +54,76 @@ async function handle(op: string, a: any): Promise<[unknown, ArrayBuffer[]]> {
   throw new Error(`unknown request '${op}'`);
 }
 
+/** Runs the request in the lane's buffer and writes the reply there. */
+function serve(c: Core, data: SharedArrayBuffer): void {
+  const dv = new DataView(data);
+  const id = dv.getUint32(0, true), handle = dv.getUint32(4, true);
+  try {
+    const s = sessions.get(handle);
+    if (!s) throw new Error('the session was released');
+    const feeds = readTensors(data, 8, false);
+    const r = c.run(handle, feeds.map((f) => s.inputs[f.index]),
+                    feeds.map((f) => ({ type: f.type, dims: f.dims as number[], data: f.bytes })));
+    const outs: LaneTensor[] = [];
+    let strings = false;
+    r.tensors.forEach((t, i) => {
+      if (Array.isArray(t.data)) strings = true;
+      else outs.push({ index: s.outputs.indexOf(r.names[i]), type: t.type, dims: t.dims,
+                       bytes: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) });
+    });
+    const need = laneBytes(8, outs);
+    if (strings || need > data.byteLength) {
+      dv.setUint32(0, REPLY_POSTED, true);
+      dv.setUint32(4, need, true);
+      (self as any).postMessage({ id, ok: true, result: r }, transferables(r.tensors));
+      return;
+    }
+    dv.setUint32(0, REPLY_OK, true);
+    writeTensors(data, 8, outs);
+  } catch (err) {
+    writeError(data, toWire(err));
+  }
+}
+
+/** Waits for runs on the fast lane until LISTEN_MS pass without one or the page posts a
+ * message (which this worker must then take from its event loop). */
+function listen(c: Core): void {
+  const l = lane;
+  if (!l || c.info.artifact !== 'onyx-web') return;  // pthreads: its event loop must keep turning
+  const { ctl } = l;
+  if (Atomics.compareExchange(ctl, STATE, OFF, LISTENING) !== OFF) return;
+  let idleSince = performance.now();
+  for (;;) {
+    const s = Atomics.load(ctl, STATE);
+    if (s === LISTENING) {
+      const left = LISTEN_MS - (performance.now() - idleSince);
+      if (left <= 0 || Atomics.load(ctl, POSTED) !== taken) {
+        if (Atomics.compareExchange(ctl, STATE, LISTENING, OFF) === LISTENING) return;
+        continue;  // the page claimed the lane meanwhile
+      }
+      Atomics.wait(ctl, STATE, LISTENING, left);
+    } else if (s === CLAIMED) {
+      Atomics.wait(ctl, STATE, CLAIMED, 20);
+    } else if (s === REQUEST) {
+      serve(c, lane!.data);
+      Atomics.store(ctl, STATE, REPLY);
+      Atomics.notify(ctl, STATE);
+    } else if (s === REPLY) {
+      Atomics.wait(ctl, STATE, REPLY, 20);
+      idleSince = performance.now();
+    } else {
+      return;
+    }
+  }
+}
+
 self.onmessage = async (e: MessageEvent) => {
   const { id, op, args } = e.data;
+  ++taken;
   try {
     const [result, transfer] = await handle(op, args);
     (self as any).postMessage({ id, ok: true, result }, transfer);
+    if (op === 'run') listen(await core!);
   } catch (err) {
     (self as any).postMessage({ id, ok: false, error: toWire(err) });
   }
