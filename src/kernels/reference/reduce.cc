@@ -27,10 +27,18 @@ using wide_t = std::conditional_t<is_floatish_v<T>, double,
 
 template <typename T, typename V>
 T to_t(V v) {
-  if constexpr (is_half_v<T>)
+  if constexpr (is_half_v<T>) {
     return T(static_cast<float>(v));
-  else
+  } else if constexpr (std::is_integral_v<T> && std::is_floating_point_v<V>) {
+    // An integer ReduceLogSum / L2 / LogSumExp can come out NaN or infinite (log 0), where
+    // the cast is UB: NaN gives 0, the rest saturates.
+    if (std::isnan(v)) return T(0);
+    if (v <= static_cast<V>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    if (v >= static_cast<V>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
     return static_cast<T>(v);
+  } else {
+    return static_cast<T>(v);
+  }
 }
 
 enum class RK { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
