@@ -33,6 +33,82 @@ int64_t DwLanes() {
   return static_cast<int64_t>(hn::Lanes(d));
 }
 
+/// The taps of one output channel: weight t broadcast and tap t's offset into the phase
+/// planes, held in registers when the tap count kTaps > 0 is known at compile time. Sums
+/// start from `init` (the bias broadcast).
+template <int kTaps>
+struct DwTaps {
+  using D = hn::ScalableTag<float>;
+  using V = hn::Vec<D>;
+  D d;
+  int64_t taps;
+  const float* wc;
+  const int64_t* offs;
+  V wv[kTaps > 0 ? kTaps : 1];
+  int64_t off[kTaps > 0 ? kTaps : 1];
+
+  HWY_INLINE DwTaps(const float* w, const int64_t* o, int64_t taps_rt)
+      : taps(kTaps > 0 ? kTaps : taps_rt), wc(w), offs(o) {
+    if constexpr (kTaps > 0) {
+      for (int t = 0; t < kTaps; ++t) {
+        wv[t] = hn::Set(d, wc[t]);
+        off[t] = offs[t];
+      }
+    }
+  }
+  HWY_INLINE V weight(int64_t t) const {
+    if constexpr (kTaps > 0)
+      return wv[t];
+    else
+      return hn::Set(d, wc[t]);
+  }
+  HWY_INLINE int64_t offset(int64_t t) const {
+    if constexpr (kTaps > 0)
+      return off[t];
+    else
+      return offs[t];
+  }
+  /// Four consecutive output vectors from p: four independent sums.
+  HWY_INLINE void Sum4(const float* p, V init, V& a0, V& a1, V& a2, V& a3) const {
+    const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+    a0 = a1 = a2 = a3 = init;
+    for (int64_t t = 0; t < taps; ++t) {
+      const V wt = weight(t);
+      const float* q = p + offset(t);
+      a0 = hn::MulAdd(wt, hn::LoadU(d, q), a0);
+      a1 = hn::MulAdd(wt, hn::LoadU(d, q + L), a1);
+      a2 = hn::MulAdd(wt, hn::LoadU(d, q + 2 * L), a2);
+      a3 = hn::MulAdd(wt, hn::LoadU(d, q + 3 * L), a3);
+    }
+  }
+  /// One output vector from p, in two chains (even and odd taps) so the FMAs overlap.
+  HWY_INLINE V Sum1(const float* p, V init) const {
+    V a0 = init, a1 = hn::Zero(d);
+    int64_t t = 0;
+    for (; t + 2 <= taps; t += 2) {
+      a0 = hn::MulAdd(weight(t), hn::LoadU(d, p + offset(t)), a0);
+      a1 = hn::MulAdd(weight(t + 1), hn::LoadU(d, p + offset(t + 1)), a1);
+    }
+    if (t < taps) a0 = hn::MulAdd(weight(t), hn::LoadU(d, p + offset(t)), a0);
+    return hn::Add(a0, a1);
+  }
+  /// out[0, 4 vectors) = act(a + z) (z may be null).
+  HWY_INLINE void Store4(V a0, V a1, V a2, V a3, const float* z, const Activation& act,
+                         float* out) const {
+    const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+    if (z) {
+      a0 = hn::Add(a0, hn::LoadU(d, z));
+      a1 = hn::Add(a1, hn::LoadU(d, z + L));
+      a2 = hn::Add(a2, hn::LoadU(d, z + 2 * L));
+      a3 = hn::Add(a3, hn::LoadU(d, z + 3 * L));
+    }
+    hn::StoreU(ApplyAct(d, a0, act), d, out);
+    hn::StoreU(ApplyAct(d, a1, act), d, out + L);
+    hn::StoreU(ApplyAct(d, a2, act), d, out + 2 * L);
+    hn::StoreU(ApplyAct(d, a3, act), d, out + 3 * L);
+  }
+};
+
 /// out[k] for k in [0, n) of one output channel over its phase planes (see
 /// depthwise_conv2d): bias + the sum over taps t of wc[t] * src[offs[t] + k], plus z[k]
 /// when z is given, then the activation when act is given; a last partial vector is stored
@@ -44,65 +120,21 @@ template <int kTaps>
 HWY_INLINE void DwFlatImpl(const float* src, const int64_t* offs, const float* wc,
                            int64_t taps_rt, float bias, const float* z, const Activation* act,
                            float* out, int64_t n) {
-  const hn::ScalableTag<float> d;
+  const DwTaps<kTaps> tp(wc, offs, taps_rt);
+  const auto d = tp.d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t taps = kTaps > 0 ? kTaps : taps_rt;
   const V vb = hn::Set(d, bias);
-  V wv[kTaps > 0 ? kTaps : 1];
-  const float* sp[kTaps > 0 ? kTaps : 1];
-  if constexpr (kTaps > 0) {
-    for (int t = 0; t < kTaps; ++t) {
-      wv[t] = hn::Set(d, wc[t]);
-      sp[t] = src + offs[t];
-    }
-  }
-  auto weight = [&](int64_t t) {
-    if constexpr (kTaps > 0)
-      return wv[t];
-    else
-      return hn::Set(d, wc[t]);
-  };
-  auto tap = [&](int64_t t) {
-    if constexpr (kTaps > 0)
-      return sp[t];
-    else
-      return src + offs[t];
-  };
   const Activation none;
   const Activation& a = act ? *act : none;
   int64_t k = 0;
   for (; k + 4 * L <= n; k += 4 * L) {
-    V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
-    for (int64_t t = 0; t < taps; ++t) {
-      const V wt = weight(t);
-      const float* p = tap(t) + k;
-      a0 = hn::MulAdd(wt, hn::LoadU(d, p), a0);
-      a1 = hn::MulAdd(wt, hn::LoadU(d, p + L), a1);
-      a2 = hn::MulAdd(wt, hn::LoadU(d, p + 2 * L), a2);
-      a3 = hn::MulAdd(wt, hn::LoadU(d, p + 3 * L), a3);
-    }
-    if (z) {
-      a0 = hn::Add(a0, hn::LoadU(d, z + k));
-      a1 = hn::Add(a1, hn::LoadU(d, z + k + L));
-      a2 = hn::Add(a2, hn::LoadU(d, z + k + 2 * L));
-      a3 = hn::Add(a3, hn::LoadU(d, z + k + 3 * L));
-    }
-    hn::StoreU(ApplyAct(d, a0, a), d, out + k);
-    hn::StoreU(ApplyAct(d, a1, a), d, out + k + L);
-    hn::StoreU(ApplyAct(d, a2, a), d, out + k + 2 * L);
-    hn::StoreU(ApplyAct(d, a3, a), d, out + k + 3 * L);
+    V a0, a1, a2, a3;
+    tp.Sum4(src + k, vb, a0, a1, a2, a3);
+    tp.Store4(a0, a1, a2, a3, z ? z + k : nullptr, a, out + k);
   }
   for (; k < n; k += L) {
-    // Two chains (even and odd taps) so the FMAs of one vector overlap.
-    V a0 = vb, a1 = hn::Zero(d);
-    int64_t t = 0;
-    for (; t + 2 <= taps; t += 2) {
-      a0 = hn::MulAdd(weight(t), hn::LoadU(d, tap(t) + k), a0);
-      a1 = hn::MulAdd(weight(t + 1), hn::LoadU(d, tap(t + 1) + k), a1);
-    }
-    if (t < taps) a0 = hn::MulAdd(weight(t), hn::LoadU(d, tap(t) + k), a0);
-    a0 = hn::Add(a0, a1);
+    V a0 = tp.Sum1(src + k, vb);
     if (k + L <= n) {
       if (z) a0 = hn::Add(a0, hn::LoadU(d, z + k));
       hn::StoreU(ApplyAct(d, a0, a), d, out + k);
@@ -133,31 +165,11 @@ template <int kTaps>
 HWY_INLINE void DwRowsImpl(const float* src, int64_t src_step, const int64_t* offs, const float* wc,
                            int64_t taps_rt, float bias, const float* z, const Activation& act,
                            float* y, int64_t ow, int64_t nrows) {
-  const hn::ScalableTag<float> d;
+  const DwTaps<kTaps> tp(wc, offs, taps_rt);
+  const auto d = tp.d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t taps = kTaps > 0 ? kTaps : taps_rt;
   const V vb = hn::Set(d, bias);
-  V wv[kTaps > 0 ? kTaps : 1];
-  int64_t off[kTaps > 0 ? kTaps : 1];
-  if constexpr (kTaps > 0) {
-    for (int t = 0; t < kTaps; ++t) {
-      wv[t] = hn::Set(d, wc[t]);
-      off[t] = offs[t];
-    }
-  }
-  auto weight = [&](int64_t t) {
-    if constexpr (kTaps > 0)
-      return wv[t];
-    else
-      return hn::Set(d, wc[t]);
-  };
-  auto offset = [&](int64_t t) {
-    if constexpr (kTaps > 0)
-      return off[t];
-    else
-      return offs[t];
-  };
   const int64_t whole = (ow + L - 1) / L * L;
   for (int64_t r = 0; r < nrows; ++r) {
     const float* sr = src + r * src_step;
@@ -167,36 +179,12 @@ HWY_INLINE void DwRowsImpl(const float* src, int64_t src_step, const int64_t* of
     const int64_t end = std::min(whole, (nrows - r) * ow);
     int64_t ox = 0;
     for (; ox + 4 * L <= end; ox += 4 * L) {
-      V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
-      for (int64_t t = 0; t < taps; ++t) {
-        const V wt = weight(t);
-        const float* p = sr + offset(t) + ox;
-        a0 = hn::MulAdd(wt, hn::LoadU(d, p), a0);
-        a1 = hn::MulAdd(wt, hn::LoadU(d, p + L), a1);
-        a2 = hn::MulAdd(wt, hn::LoadU(d, p + 2 * L), a2);
-        a3 = hn::MulAdd(wt, hn::LoadU(d, p + 3 * L), a3);
-      }
-      if (zr) {
-        a0 = hn::Add(a0, hn::LoadU(d, zr + ox));
-        a1 = hn::Add(a1, hn::LoadU(d, zr + ox + L));
-        a2 = hn::Add(a2, hn::LoadU(d, zr + ox + 2 * L));
-        a3 = hn::Add(a3, hn::LoadU(d, zr + ox + 3 * L));
-      }
-      hn::StoreU(ApplyAct(d, a0, act), d, yr + ox);
-      hn::StoreU(ApplyAct(d, a1, act), d, yr + ox + L);
-      hn::StoreU(ApplyAct(d, a2, act), d, yr + ox + 2 * L);
-      hn::StoreU(ApplyAct(d, a3, act), d, yr + ox + 3 * L);
+      V a0, a1, a2, a3;
+      tp.Sum4(sr + ox, vb, a0, a1, a2, a3);
+      tp.Store4(a0, a1, a2, a3, zr ? zr + ox : nullptr, act, yr + ox);
     }
     for (; ox < ow; ox += L) {
-      // Two chains (even and odd taps) so the FMAs of one vector overlap.
-      V a0 = vb, a1 = hn::Zero(d);
-      int64_t t = 0;
-      for (; t + 2 <= taps; t += 2) {
-        a0 = hn::MulAdd(weight(t), hn::LoadU(d, sr + offset(t) + ox), a0);
-        a1 = hn::MulAdd(weight(t + 1), hn::LoadU(d, sr + offset(t + 1) + ox), a1);
-      }
-      if (t < taps) a0 = hn::MulAdd(weight(t), hn::LoadU(d, sr + offset(t) + ox), a0);
-      a0 = hn::Add(a0, a1);
+      V a0 = tp.Sum1(sr + ox, vb);
       if (ox + L <= end) {
         if (zr) a0 = hn::Add(a0, hn::LoadU(d, zr + ox));
         hn::StoreU(ApplyAct(d, a0, act), d, yr + ox);

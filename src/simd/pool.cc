@@ -25,6 +25,28 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
+/// One vector of horizontal window results: lane j reduces (max, NaN-propagating, or sum)
+/// base[j * kStride + k * dw] over k < kw.
+template <bool kMax, int64_t kStride>
+HWY_INLINE VF window_vector(const float* base, int64_t kw, int64_t dw) {
+  const DF d;
+  VF acc = kMax ? hn::Set(d, -HUGE_VALF) : hn::Zero(d);
+  for (int64_t k = 0; k < kw; ++k) {
+    const float* p = base + k * dw;
+    VF v;
+#if HWY_TARGET == HWY_SCALAR
+    v = hn::LoadU(d, p);  // one lane: nothing to deinterleave
+#else
+    if constexpr (kStride == 1)
+      v = hn::LoadU(d, p);
+    else
+      v = hn::ConcatEven(d, hn::LoadU(d, p + static_cast<int64_t>(hn::Lanes(d))), hn::LoadU(d, p));
+#endif
+    acc = kMax ? MaxNaN(acc, v) : hn::Add(acc, v);
+  }
+  return acc;
+}
+
 /// Outputs [o0, o1), every tap of which is inside the row, a vector of outputs at a time;
 /// a last partial vector is done as the whole vector ending at o1 (recomputing some
 /// outputs) when the range holds one. Returns where it stopped.
@@ -34,22 +56,7 @@ HWY_INLINE int64_t pool_vectors(const float* x, float* h, int64_t o0, int64_t o1
   const DF d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   auto vector_at = [&](int64_t ox) {
-    const float* base = x + ox * kStride - pw;
-    VF acc = kMax ? hn::Set(d, -HUGE_VALF) : hn::Zero(d);
-    for (int64_t k = 0; k < kw; ++k) {
-      const float* p = base + k * dw;
-      VF v;
-#if HWY_TARGET == HWY_SCALAR
-      v = hn::LoadU(d, p);  // one lane: nothing to deinterleave
-#else
-      if constexpr (kStride == 1)
-        v = hn::LoadU(d, p);
-      else
-        v = hn::ConcatEven(d, hn::LoadU(d, p + L), hn::LoadU(d, p));
-#endif
-      acc = kMax ? MaxNaN(acc, v) : hn::Add(acc, v);
-    }
-    hn::StoreU(acc, d, h + ox);
+    hn::StoreU(window_vector<kMax, kStride>(x + ox * kStride - pw, kw, dw), d, h + ox);
   };
   if (o1 - o0 < L) return o0;
   int64_t ox = o0;
@@ -149,23 +156,8 @@ void pool_plane_padded(const PoolGeom& g, const float* x, float* y, float* rows,
   for (int64_t iy = 0; iy < g.ih; ++iy) {
     std::copy(x + iy * g.iw, x + (iy + 1) * g.iw, line + g.pw);
     float* hr = rows + iy * owp;
-    for (int64_t ox = 0; ox < owp; ox += L) {
-      VF acc = init;
-      for (int64_t k = 0; k < g.kw; ++k) {
-        const float* p = line + ox * kStride + k * g.dw;
-        VF v;
-#if HWY_TARGET == HWY_SCALAR
-        v = hn::LoadU(d, p);  // one lane: nothing to deinterleave
-#else
-        if constexpr (kStride == 1)
-          v = hn::LoadU(d, p);
-        else
-          v = hn::ConcatEven(d, hn::LoadU(d, p + L), hn::LoadU(d, p));
-#endif
-        acc = kMax ? MaxNaN(acc, v) : hn::Add(acc, v);
-      }
-      hn::StoreU(acc, d, hr + ox);
-    }
+    for (int64_t ox = 0; ox < owp; ox += L)
+      hn::StoreU(window_vector<kMax, kStride>(line + ox * kStride, g.kw, g.dw), d, hr + ox);
   }
   for (int64_t oy = 0; oy < g.oh; ++oy) {
     const int64_t base = oy * g.sh - g.ph;
