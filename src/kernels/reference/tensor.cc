@@ -3,6 +3,7 @@
 // Pad, CenterCropPad and the data-dependent ops live in tensor_pad.cc.
 #include <algorithm>
 #include <random>
+#include <type_traits>
 
 #include "base/checked.h"
 #include "kernels/reference/dispatch.h"
@@ -416,18 +417,33 @@ void one_hot_kernel(KernelContext& ctx) {
   const Tensor& values = ctx.input(2);
   Tensor& y = ctx.output(0);
   if (values.numel() != 2 || values.dtype() != y.dtype()) ctx.fail("values must hold (off, on)");
-  auto depth = static_cast<int64_t>(scalar_double(ctx.input(1), "depth"));
+  const double depth_value = scalar_double(ctx.input(1), "depth");
+  // As the shape function: a NaN, a fraction below 1 or a depth past int64 is refused
+  // before the cast (which would be UB).
+  if (!(depth_value >= 1) || depth_value > 9.0e18) ctx.fail("depth must be positive, got {}", depth_value);
+  auto depth = static_cast<int64_t>(depth_value);
   auto r = static_cast<int64_t>(ind.rank());
   int64_t axis = ctx.attr_i("axis", -1);
   if (axis < -r - 1 || axis > r) ctx.fail("axis {} is out of range", axis);
   if (axis < 0) axis += r + 1;
   int64_t outer = span(ind.dims(), 0, static_cast<size_t>(axis));
   int64_t inner = span(ind.dims(), static_cast<size_t>(axis), ind.rank());
-  if (y.numel() != outer * depth * inner) ctx.fail("output shape does not match depth");
+  int64_t count = 0;
+  if (!mul_fits(outer, depth, count) || !mul_fits(count, inner, count) || y.numel() != count)
+    ctx.fail("output shape does not match depth");
+  // Indices outside [-depth, depth) select no entry. A float index is truncated as a cast
+  // would, but NaN and values past int64 are out of range before the cast, not UB in it:
+  // they become INT64_MIN, which stays negative after adding depth.
   std::vector<int64_t> idx(static_cast<size_t>(ind.numel()));
   dispatch_numeric(ind.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    for (size_t k = 0; k < idx.size(); ++k) idx[k] = static_cast<int64_t>(static_cast<acc_t<T>>(ind.data<T>()[k]));
+    for (size_t k = 0; k < idx.size(); ++k) {
+      const auto v = static_cast<acc_t<T>>(ind.data<T>()[k]);
+      if constexpr (std::is_floating_point_v<acc_t<T>>)
+        idx[k] = v > -9.0e18 && v < 9.0e18 ? static_cast<int64_t>(v) : INT64_MIN;
+      else
+        idx[k] = static_cast<int64_t>(v);
+    }
   }, "OneHot indices");
   dispatch_bytes(y.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
