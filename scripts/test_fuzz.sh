@@ -65,13 +65,13 @@ ninja -C "$build" -j"$(nproc)" "${bins[@]}" > "$build/ninja.log" 2>&1 || { cat "
 # -rss_limit_mb (or a single allocation over it: -malloc_limit_mb) is an OOM finding.
 # The protobuf targets run without libFuzzer's entropic scheduling: with their ~10^5
 # coverage features it spent 64% of `run`'s time in UpdateFeatureFrequency (40 -> 470
-# exec/s without it, and coverage grew faster). Models up to 64 KiB: structure is what the
+# exec/s without it, and coverage grew faster). Models up to 16 KiB: structure is what the
 # mutator works on, and 1 MiB models of weights made each execution 30x slower.
 flags() {
   local common=(-rss_limit_mb=2048 -print_final_stats=1)
   case "$1" in
-    load) echo "${common[@]}" -entropic=0 -max_len=65536 -timeout=30 ;;
-    run) echo "${common[@]}" -entropic=0 -max_len=65536 -timeout=60 ;;
+    load) echo "${common[@]}" -entropic=0 -max_len=16384 -timeout=30 ;;
+    run) echo "${common[@]}" -entropic=0 -max_len=16384 -timeout=60 ;;
     tensor_proto) echo "${common[@]}" -entropic=0 -max_len=262144 -timeout=30 ;;
     npy) echo "${common[@]}" -max_len=65536 -timeout=30 -dict=tests/fuzz/dict/npy.dict ;;
     npz) echo "${common[@]}" -max_len=65536 -timeout=30 -dict=tests/fuzz/dict/npz.dict ;;

@@ -420,12 +420,18 @@ void deform_conv_typed(KernelContext& ctx) {
           double mask = mp ? val(mp, (n * offset_group * g.kernel_size + og * g.kernel_size + k) * g.out_size + oflat) : 1.0;
           // Multilinear interpolation; corners outside the input read as zero, and a
           // point at or beyond one pixel outside the input samples zero.
-          bool outside = false;
-          for (size_t d = 0; d < nsp; ++d)
-            if (pos[d] <= -1.0 || pos[d] >= static_cast<double>(g.in[d])) outside = true;
+          // A NaN offset (or mask) gives a NaN sample, as arithmetic on it would, and is
+          // never converted to an index.
+          bool outside = false, nan = false;
+          for (size_t d = 0; d < nsp; ++d) {
+            if (std::isnan(pos[d])) nan = true;
+            else if (pos[d] <= -1.0 || pos[d] >= static_cast<double>(g.in[d])) outside = true;
+          }
           for (int64_t c = og * cpo; c < (og + 1) * cpo; ++c) {
             double v = 0;
-            if (!outside) {
+            if (nan) {
+              v = std::numeric_limits<double>::quiet_NaN();
+            } else if (!outside) {
               for (int64_t corner = 0; corner < corners; ++corner) {
                 double wgt = 1;
                 int64_t flat = 0;
