@@ -116,9 +116,10 @@ bool original_coord(const Params& p, int64_t x_int, int64_t in, int64_t out_int,
     const double span = roi_end - roi_start;
     x_ori = out_w == 1 ? span * (len - 1) / 2 : x * span * (len - 1) / (out_w - 1);
     x_ori += roi_start * (len - 1);
-    if (x_ori < 0 || x_ori > len - 1) return false;
+    if (!(x_ori >= 0 && x_ori <= len - 1)) return false;  // a NaN roi extrapolates too
   }
-  return true;
+  // Never a NaN or infinite coordinate past this point: it would become an index.
+  return std::isfinite(x_ori);
 }
 
 AxisPlan make_taps(const Params& p, int64_t in, int64_t out, double scale, double roi_start,
