@@ -25,6 +25,12 @@ export const LISTENING = 1;
 export const CLAIMED = 2;
 export const REQUEST = 3;
 export const REPLY = 4;
+/** Float64 slots after the control words (byte 16 on): when the worker saw the last
+ * request and when it had written the reply (performance.timeOrigin + now(), ms), for
+ * bench/web/roundtrip.mjs's split of a run's round trip. */
+export const STAMP_WAKE = 2;
+export const STAMP_REPLY = 3;
+export const CTL_BYTES = 48;
 /** How long the worker keeps waiting for the next run before it goes back to its loop. */
 export const LISTEN_MS = 50;
 
