@@ -338,8 +338,9 @@ const tests = {
   },
 
   // External-data weights (options.externalData, onnxruntime-web's shape): the encoder
-  // saved by onnx with every initializer in encoder.onnx.data, given by URL, as bytes and
-  // on the page thread, each compared with the native CLI's `onyx run` of the same files;
+  // saved by onnx with every initializer in encoder.onnx.data, given by URL, as bytes, on
+  // the page thread and in the pthreads build, each compared with the native CLI's `onyx
+  // run` of the same files;
   // then a missing entry and a hash mismatch.
   async external_data() {
     const dir = join(fixtures, 'encoder-ext');
@@ -368,7 +369,7 @@ const tests = {
         try {
           const s = await onyx.InferenceSession.create(model, options);
           const y = (await s.run(feeds())).y;
-          out[name] = { dims: [...y.dims], data: Array.from(y.data), where: s.execution.where };
+          out[name] = { dims: [...y.dims], data: Array.from(y.data), where: `${s.execution.where}, ${s.execution.artifact}` };
           await s.release();
         } catch (e) { out[name] = { err: `${e.constructor.name} ${e.code}: ${e.message}` }; }
       };
@@ -384,12 +385,15 @@ const tests = {
       onyx.env.wasm.proxy = false;
       await once('pageThread', model, { externalData: [{ path: 'encoder.onnx.data', data }] });
       onyx.env.wasm.proxy = true;
+      onyx.env.wasm.numThreads = 2;  // the pthreads build (the page is isolated)
+      await once('threads', model, { externalData: [{ path: 'encoder.onnx.data', data }] });
+      onyx.env.wasm.numThreads = 1;
       await once('missing', model, { externalData: [{ path: 'weights.bin', data }] });
       await once('none', model, {});
       await once('hash', model, { externalData: [{ path: 'encoder.onnx.data', data: base + 'encoder.onnx.data', sha256: '0'.repeat(64) }] });
       return out;
     }, { x: Array.from(x.data), xDims: x.shape });
-    for (const k of ['url', 'bytes', 'pageThread']) {
+    for (const k of ['url', 'bytes', 'pageThread', 'threads']) {
       const o = r[k];
       if (!check(o && !o.err, `external data (${k}): the session runs`, o?.err)) continue;
       let d = 0;
@@ -398,6 +402,7 @@ const tests = {
             `external data (${k}, ${o.where}): outputs match onyx run of the same files`, `dims ${o.dims} vs ${ref.shape}, max |diff| ${d}`);
       if (k === 'url') console.log(`  external data: encoder ${o.dims} max |onyx-web - onyx run| = ${d.toExponential(2)}`);
     }
+    check(!r.threads.err && r.threads.where === 'worker, onyx-web-mt', 'external data: the pthreads build loads it too', r.threads.where ?? r.threads.err);
     check(r.progress && r.progress.loaded === dataBytes, 'external data: onProgress reports the data file', JSON.stringify(r.progress));
     check(/^InvalidModelError InvalidModel: .*external data 'encoder\.onnx\.data' was not given \(given: 'weights\.bin'\)/.test(r.missing.err ?? ''),
           'external data: a missing entry names the location the model asks for', r.missing.err ?? 'no error');
