@@ -44,4 +44,6 @@ const names = {
 for (const [k, label] of Object.entries(names)) console.log(`  ${label.padEnd(38)} ${us(med(results.map((x) => x.parts[k])))}`);
 console.log(`  ${'page thread (proxy = false)'.padEnd(38)} ${us(med(results.map((x) => x.pageThread)))}`);
 console.log(`  ${'onnxruntime-web (page thread)'.padEnd(38)} ${us(med(results.map((x) => x.ort)))}`);
+console.log('  (the two wake-ups compare the page\'s and the worker\'s performance.timeOrigin, which can be tens of µs\n' +
+            '   apart: their sum is exact, the split between them is not)');
 console.log(`  lane runs: ${results.map((x) => x.laneRuns).join(', ')} of ${runs}; isolated: ${results.every((x) => x.isolated)}`);
