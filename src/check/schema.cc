@@ -2,7 +2,6 @@
 
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "onyx/dtype.h"
 
@@ -65,11 +64,17 @@ ir::Attribute::Type attr_type(char c) {
   }
 }
 
+// Split on spaces by hand: an istringstream here linked libc++'s locale machinery
+// (num_get, time_get, codecvt: ~40 KB) into the WebAssembly build.
 std::vector<std::string> words(const char* s) {
-  std::istringstream in(s);
   std::vector<std::string> out;
-  std::string w;
-  while (in >> w) out.push_back(w);
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  for (const char* p = s; *p;) {
+    while (*p && space(*p)) ++p;
+    const char* b = p;
+    while (*p && !space(*p)) ++p;
+    if (p > b) out.emplace_back(b, p);
+  }
   return out;
 }
 

@@ -21,11 +21,19 @@ namespace {
 namespace fs = std::filesystem;
 constexpr int kMaxDepth = 64;
 
+/// External data a load resolved: a mapped file or a blob the caller gave.
+struct ExternalBytes {
+  const unsigned char* data = nullptr;
+  size_t size = 0;
+  std::shared_ptr<void> owner;
+};
+
 /// State shared by one model load: where external data lives, what to keep alive.
 struct LoadCtx {
   std::string base_dir;                       // folder of the model; "" = no external data
+  const ExternalBlobs* blobs = nullptr;       // in-memory external data (instead of base_dir)
   std::shared_ptr<void> file_keepalive;       // the model bytes (mmap or copy)
-  std::map<std::string, std::shared_ptr<MappedFile>> external;  // location -> mapping
+  std::map<std::string, ExternalBytes> external;  // location -> its bytes
   ir::Model* model = nullptr;
   int depth = 0;
   uint64_t sparse_dense_bytes = 0;            // dense bytes of the sparse tensors read so far
@@ -104,15 +112,11 @@ std::string tensor_label(const RawTensor& t) {
   return t.name.empty() ? std::string("tensor") : "tensor '" + t.name + "'";
 }
 
-/// Resolves an external-data location inside the model folder, refusing escapes.
-std::shared_ptr<MappedFile> open_external(LoadCtx& ctx, const RawTensor& t,
-                                          const std::string& location) {
-  if (ctx.base_dir.empty())
-    fail_model("{}: external data '{}' cannot be resolved for a model loaded from memory",
-               tensor_label(t), location);
+/// The location as a path, refused when it is empty, absolute or has a '..' part.
+fs::path checked_location(const RawTensor& t, const std::string& location) {
   if (location.empty()) fail_model("{}: external data has an empty location", tensor_label(t));
   fs::path loc(location);
-  if (loc.is_absolute())
+  if (loc.is_absolute() || loc.has_root_name() || loc.has_root_directory())
     fail_model("{}: external data location '{}' is an absolute path; it must be relative to "
                "the model's folder",
                tensor_label(t), location);
@@ -121,25 +125,59 @@ std::shared_ptr<MappedFile> open_external(LoadCtx& ctx, const RawTensor& t,
       fail_model("{}: external data location '{}' leaves the model's folder ('..' is not "
                  "allowed)",
                  tensor_label(t), location);
+  return loc;
+}
+
+/// Finds an external-data location among the caller's in-memory blobs: as written, else
+/// in its normal form ("./w.bin", "a//w.bin" name "w.bin", "a/w.bin").
+ExternalBytes find_blob(const LoadCtx& ctx, const RawTensor& t, const std::string& location,
+                        const fs::path& loc) {
+  auto it = ctx.blobs->find(location);
+  if (it == ctx.blobs->end()) it = ctx.blobs->find(loc.lexically_normal().generic_string());
+  if (it == ctx.blobs->end()) {
+    std::string given;
+    for (const auto& [k, b] : *ctx.blobs) given += (given.empty() ? "'" : ", '") + k + "'";
+    fail_model("{}: external data '{}' was not given (given: {})", tensor_label(t), location,
+               given.empty() ? std::string("none") : given);
+  }
+  const ExternalBlob& b = it->second;
+  if (!b.data && b.size)
+    fail_model("{}: external data '{}' has {} bytes but no data", tensor_label(t), location, b.size);
+  return {static_cast<const unsigned char*>(b.data), b.size,
+          std::const_pointer_cast<void>(b.owner)};
+}
+
+/// Resolves an external-data location inside the model folder (or among the in-memory
+/// blobs), refusing escapes.
+const ExternalBytes& open_external(LoadCtx& ctx, const RawTensor& t, const std::string& location) {
+  if (ctx.base_dir.empty() && !ctx.blobs)
+    fail_model("{}: external data '{}' cannot be resolved for a model loaded from memory",
+               tensor_label(t), location);
+  fs::path loc = checked_location(t, location);
   auto it = ctx.external.find(location);
   if (it != ctx.external.end()) return it->second;
-  std::error_code ec;
-  fs::path base = fs::weakly_canonical(fs::path(ctx.base_dir), ec);
-  fs::path full = fs::weakly_canonical(fs::path(ctx.base_dir) / loc, ec);
-  if (ec) fail_model("{}: cannot resolve external data '{}': {}", tensor_label(t), location, ec.message());
-  auto rel = full.lexically_relative(base);
-  if (rel.empty() || *rel.begin() == "..")
-    fail_model("{}: external data '{}' resolves to '{}', outside the model's folder '{}'",
-               tensor_label(t), location, full.string(), base.string());
-  std::shared_ptr<MappedFile> mf;
-  try {
-    mf = MappedFile::open(full.string(), "external data file");
-  } catch (const Error& e) {
-    fail_model("{}: external data file missing or unreadable: {}", tensor_label(t), e.what());
+  ExternalBytes got;
+  if (ctx.blobs) {
+    got = find_blob(ctx, t, location, loc);
+  } else {
+    std::error_code ec;
+    fs::path base = fs::weakly_canonical(fs::path(ctx.base_dir), ec);
+    fs::path full = fs::weakly_canonical(fs::path(ctx.base_dir) / loc, ec);
+    if (ec) fail_model("{}: cannot resolve external data '{}': {}", tensor_label(t), location, ec.message());
+    auto rel = full.lexically_relative(base);
+    if (rel.empty() || *rel.begin() == "..")
+      fail_model("{}: external data '{}' resolves to '{}', outside the model's folder '{}'",
+                 tensor_label(t), location, full.string(), base.string());
+    std::shared_ptr<MappedFile> mf;
+    try {
+      mf = MappedFile::open(full.string(), "external data file");
+    } catch (const Error& e) {
+      fail_model("{}: external data file missing or unreadable: {}", tensor_label(t), e.what());
+    }
+    got = {mf->data(), mf->size(), mf};
   }
-  ctx.external[location] = mf;
   if (ctx.model) ctx.model->external_files.push_back({location, 0});
-  return mf;
+  return ctx.external[location] = std::move(got);
 }
 
 /// Unpacks sub-byte elements (4-bit: two per byte LSB first; 2-bit: four per byte).
@@ -208,14 +246,14 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
         has_length = true;
       }
     }
-    auto mf = open_external(ctx, t, location);
-    uint64_t len = has_length ? length : (offset <= mf->size() ? mf->size() - offset : 0);
-    if (offset > mf->size() || len > mf->size() - offset)
+    const ExternalBytes& ext = open_external(ctx, t, location);
+    uint64_t len = has_length ? length : (offset <= ext.size ? ext.size - offset : 0);
+    if (offset > ext.size || len > ext.size - offset)
       fail_model("{}: external data range offset {} length {} is past the end of '{}' ({} bytes)",
-                 tensor_label(t), offset, len, location, mf->size());
-    bytes = std::string_view(reinterpret_cast<const char*>(mf->data()) + offset, len);
+                 tensor_label(t), offset, len, location, ext.size);
+    bytes = std::string_view(reinterpret_cast<const char*>(ext.data) + offset, len);
     have_bytes = true;
-    bytes_owner = mf;
+    bytes_owner = ext.owner;
     if (ctx.model)
       for (auto& f : ctx.model->external_files)
         if (f.location == location) f.bytes_used += len;
@@ -778,7 +816,7 @@ std::shared_ptr<ir::Model> load_model(const std::string& path) {
     m->path = path;
     m->file_bytes = file->size();
     m->keepalive.push_back(file);
-    for (auto& [loc, mf] : ctx.external) m->keepalive.push_back(mf);
+    for (auto& [loc, ext] : ctx.external) m->keepalive.push_back(ext.owner);
     return m;
   });
 }
@@ -794,7 +832,24 @@ std::shared_ptr<ir::Model> load_model_from_bytes(const void* data, size_t size,
     auto m = read_model(ctx, copy.get(), size);
     m->file_bytes = size;
     m->keepalive.push_back(ctx.file_keepalive);
-    for (auto& [loc, mf] : ctx.external) m->keepalive.push_back(mf);
+    for (auto& [loc, ext] : ctx.external) m->keepalive.push_back(ext.owner);
+    return m;
+  });
+}
+
+std::shared_ptr<ir::Model> load_model_from_bytes(const void* data, size_t size,
+                                                 const ExternalBlobs& external) {
+  auto copy = std::shared_ptr<char[]>(new char[size ? size : 1]);
+  if (size) std::memcpy(copy.get(), data, size);
+  return guarded("model", [&] {
+    LoadCtx ctx;
+    ctx.blobs = &external;
+    ctx.file_keepalive = std::shared_ptr<void>(copy, copy.get());
+    auto m = read_model(ctx, copy.get(), size);
+    m->file_bytes = size;
+    m->keepalive.push_back(ctx.file_keepalive);
+    for (auto& [loc, ext] : ctx.external)
+      if (ext.owner) m->keepalive.push_back(ext.owner);
     return m;
   });
 }

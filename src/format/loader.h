@@ -1,5 +1,6 @@
 // Reading ONNX protobuf files into ir:: objects.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 
@@ -17,6 +18,25 @@ std::shared_ptr<ir::Model> load_model(const std::string& path);
 /// against `base_dir` ("" refuses external data).
 std::shared_ptr<ir::Model> load_model_from_bytes(const void* data, size_t size,
                                                  const std::string& base_dir = "");
+
+/// One external-data blob already in memory (the browser has no files): `size` bytes at
+/// `data`, valid while `owner` lives (the loaded model keeps it).
+struct ExternalBlob {
+  std::shared_ptr<const void> owner;
+  const void* data = nullptr;
+  size_t size = 0;
+};
+
+/// External-data blobs by the location a model's tensors name ("model.onnx.data").
+using ExternalBlobs = std::map<std::string, ExternalBlob>;
+
+/// Loads a model from bytes in memory (copied) whose external data comes from `external`
+/// instead of files; tensors view the blobs where aligned (not copied). The locations are
+/// checked as load_model checks them (relative, no '..'; "./w.bin" finds "w.bin"), and a
+/// location missing from `external` or a range past its blob's end throws onyx::Error
+/// naming the tensor and the location.
+std::shared_ptr<ir::Model> load_model_from_bytes(const void* data, size_t size,
+                                                 const ExternalBlobs& external);
 
 /// Decodes a serialized TensorProto (a .pb file holding one tensor).
 Tensor read_tensor_proto(const void* data, size_t size);

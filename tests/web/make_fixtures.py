@@ -1,7 +1,9 @@
 """Fixture models for tests/web (written into the folder given): a corrupt copy of the
 digit reader, a valid model with an op the WebAssembly build cannot run
-(RegexFullMatch, left out of the wasm build: see src/kernels/reference/string.cc), and
-Relu + Shape of a vector of any length."""
+(RegexFullMatch, left out of the wasm build: see src/kernels/reference/string.cc),
+Relu + Shape of a vector of any length, and (when its path is given as a third argument)
+the transformer encoder saved by onnx with every initializer in one external-data file,
+encoder-ext/encoder.onnx + encoder.onnx.data."""
 import os
 import sys
 
@@ -39,6 +41,13 @@ def main():
     m.ir_version = 8
     with open(os.path.join(out, "relu.onnx"), "wb") as f:
         f.write(m.SerializeToString())
+    if len(sys.argv) > 3 and os.path.exists(sys.argv[3]):
+        enc = onnx.load(sys.argv[3])
+        ext = os.path.join(out, "encoder-ext")
+        os.makedirs(ext, exist_ok=True)
+        # size_threshold=0: every initializer, small ones too, at its offset in one file.
+        onnx.save_model(enc, os.path.join(ext, "encoder.onnx"), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location="encoder.onnx.data", size_threshold=0)
 
 
 if __name__ == "__main__":

@@ -62,7 +62,8 @@ const ocrBeam = JSON.parse(execFileSync(onyxBin, ['ocr', modelFile, ...beamImage
 const expectedGreedy = new Map(ocr.images.map((r) => [basename(r.file), r]));
 const expectedBeam = new Map(ocrBeam.images.map((r) => [basename(r.file), r]));
 const fixtures = join(out, 'fixtures');
-execFileSync('/usr/bin/python3', [join(root, 'tests/web/make_fixtures.py'), fixtures, modelFile]);
+execFileSync('/usr/bin/python3', [join(root, 'tests/web/make_fixtures.py'), fixtures, modelFile,
+                                   join(build, 'models/transformer/model.onnx')]);
 
 const { server, url } = await startServer({ port: 0, build, quiet: true, extra: [['/fixtures/', fixtures]] });
 const { server: server2, url: url2 } = await startServer({ port: 0, build, quiet: true, isolation: false });
@@ -333,6 +334,82 @@ const tests = {
     check(/^InvalidArgumentError InvalidArgument: input 'x': expected rank 3, got rank 2/.test(r.err), 'fast lane: an error keeps its class and message', r.err);
     for (const x of r.relu) check(x.ok, `fast lane: Relu and Shape of ${x.n} floats`);
     console.log(`  fast lane: ${r.sequential} of 9 sequential runs, ${r.total} runs in all; encoder max |diff| ${Math.max(...r.diffs.map((x) => x.d)).toExponential(2)}`);
+    await page.context().close();
+  },
+
+  // External-data weights (options.externalData, onnxruntime-web's shape): the encoder
+  // saved by onnx with every initializer in encoder.onnx.data, given by URL, as bytes, on
+  // the page thread and in the pthreads build, each compared with the native CLI's `onyx
+  // run` of the same files;
+  // then a missing entry and a hash mismatch.
+  async external_data() {
+    const dir = join(fixtures, 'encoder-ext');
+    const xPath = join(build, 'models/transformer/set_0/x.npy');
+    if (!check(existsSync(join(dir, 'encoder.onnx')) && existsSync(xPath), 'the external-data encoder fixture is made',
+               `${dir} or ${xPath} is missing: run ctest -R models_export in ${build}`)) return;
+    const modelBytes = readFileSync(join(dir, 'encoder.onnx')).length;
+    const dataBytes = readFileSync(join(dir, 'encoder.onnx.data')).length;
+    const wholeBytes = readFileSync(join(build, 'models/transformer/model.onnx')).length;
+    check(dataBytes > modelBytes && modelBytes < wholeBytes / 2, 'the fixture keeps its weights in encoder.onnx.data',
+          `${modelBytes} B model + ${dataBytes} B data, ${wholeBytes} B in one file`);
+    const refDir = join(out, 'external-ref');
+    execFileSync(onyxBin, ['run', join(dir, 'encoder.onnx'), '--input', `x=${xPath}`, '-o', refDir], { stdio: 'ignore' });
+    const ref = readNpyF32(join(refDir, 'y.npy'));
+    const x = readNpyF32(xPath);
+    const page = await newPage();
+    await page.goto(`${url}tests/ort_program.html?runtime=onyx`);
+    await page.waitForFunction(() => document.body.dataset.ready === '1');
+    const r = await page.evaluate(async (a) => {
+      const onyx = await import('/dist/index.mjs');
+      onyx.env.wasm.numThreads = 1;
+      const base = '/fixtures/encoder-ext/';
+      const feeds = () => ({ x: new onyx.Tensor('float32', Float32Array.from(a.x), a.xDims) });
+      const out = {};
+      const once = async (name, model, options) => {
+        try {
+          const s = await onyx.InferenceSession.create(model, options);
+          const y = (await s.run(feeds())).y;
+          out[name] = { dims: [...y.dims], data: Array.from(y.data), where: `${s.execution.where}, ${s.execution.artifact}` };
+          await s.release();
+        } catch (e) { out[name] = { err: `${e.constructor.name} ${e.code}: ${e.message}` }; }
+      };
+      const progress = [];
+      await once('url', base + 'encoder.onnx', {
+        externalData: [{ path: 'encoder.onnx.data', data: base + 'encoder.onnx.data' }],
+        onProgress: (p) => progress.push(p),
+      });
+      out.progress = progress.filter((p) => p.file === 'encoder.onnx.data').at(-1) ?? null;
+      const model = new Uint8Array(await (await fetch(base + 'encoder.onnx')).arrayBuffer());
+      const data = await (await fetch(base + 'encoder.onnx.data')).arrayBuffer();
+      await once('bytes', model, { externalData: [{ path: './encoder.onnx.data', data: new Uint8Array(data) }] });
+      onyx.env.wasm.proxy = false;
+      await once('pageThread', model, { externalData: [{ path: 'encoder.onnx.data', data }] });
+      onyx.env.wasm.proxy = true;
+      onyx.env.wasm.numThreads = 2;  // the pthreads build (the page is isolated)
+      await once('threads', model, { externalData: [{ path: 'encoder.onnx.data', data }] });
+      onyx.env.wasm.numThreads = 1;
+      await once('missing', model, { externalData: [{ path: 'weights.bin', data }] });
+      await once('none', model, {});
+      await once('hash', model, { externalData: [{ path: 'encoder.onnx.data', data: base + 'encoder.onnx.data', sha256: '0'.repeat(64) }] });
+      return out;
+    }, { x: Array.from(x.data), xDims: x.shape });
+    for (const k of ['url', 'bytes', 'pageThread', 'threads']) {
+      const o = r[k];
+      if (!check(o && !o.err, `external data (${k}): the session runs`, o?.err)) continue;
+      let d = 0;
+      for (let i = 0; i < ref.data.length; ++i) d = Math.max(d, Math.abs(o.data[i] - ref.data[i]));
+      check(o.dims.join() === ref.shape.join() && o.data.length === ref.data.length && d < 1e-4,
+            `external data (${k}, ${o.where}): outputs match onyx run of the same files`, `dims ${o.dims} vs ${ref.shape}, max |diff| ${d}`);
+      if (k === 'url') console.log(`  external data: encoder ${o.dims} max |onyx-web - onyx run| = ${d.toExponential(2)}`);
+    }
+    check(!r.threads.err && r.threads.where === 'worker, onyx-web-mt', 'external data: the pthreads build loads it too', r.threads.where ?? r.threads.err);
+    check(r.progress && r.progress.loaded === dataBytes, 'external data: onProgress reports the data file', JSON.stringify(r.progress));
+    check(/^InvalidModelError InvalidModel: .*external data 'encoder\.onnx\.data' was not given \(given: 'weights\.bin'\)/.test(r.missing.err ?? ''),
+          'external data: a missing entry names the location the model asks for', r.missing.err ?? 'no error');
+    check(/^InvalidModelError InvalidModel: .*external data 'encoder\.onnx\.data' was not given \(given: none\)/.test(r.none.err ?? ''),
+          'external data: none given names the location', r.none.err ?? 'no error');
+    check(/^HashMismatchError HashMismatch: the external data 'encoder\.onnx\.data' '.*' has SHA-256 [0-9a-f]{64}, but 0{64} was expected/.test(r.hash.err ?? ''),
+          'external data: a hash mismatch is refused', r.hash.err ?? 'no error');
     await page.context().close();
   },
 

@@ -151,6 +151,13 @@ struct OnyxWebRun {
   std::vector<std::vector<double>> out_dims;
 };
 
+/// External-data blobs for the next session (InferenceSession.create's externalData):
+/// the JS side copies each file into the buffer onyx_web_external_add returns; the model
+/// views them (the session keeps them alive), so the weights are in the heap once.
+struct OnyxWebExternal {
+  format::ExternalBlobs blobs;
+};
+
 /// A result buffer (preprocessed tensor or decoded JSON).
 struct OnyxWebBuffer {
   Tensor tensor;
@@ -176,13 +183,36 @@ const char* onyx_web_version() {
 /// started by the loader).
 int onyx_web_max_threads() { return usable_threads(1 << 16); }
 
-/// Loads and plans a model from bytes. `strict`: first list every node the wasm provider
-/// cannot run (as `onyx check --provider wasm --strict`) and refuse the model when there
-/// is one. `optimize`: 0 none, 1 basic, 2 all.
-OnyxWebSession* onyx_web_session_create(const uint8_t* data, size_t size, int threads, int strict, int optimize) {
+OnyxWebExternal* onyx_web_external_new() {
+  return guarded([]() -> OnyxWebExternal* { return new OnyxWebExternal; }, nullptr);
+}
+
+/// Adds the external-data file the model names `path` (its bytes: `size`); returns where
+/// the JS side writes them (null with no error when size is 0).
+void* onyx_web_external_add(OnyxWebExternal* e, const char* path, size_t size) {
+  return guarded(
+      [&]() -> void* {
+        std::string key(path);
+        if (e->blobs.count(key))
+          fail_code(ErrorCode::kInvalidArgument, "externalData: '" + key + "' is given twice");
+        std::shared_ptr<uint8_t[]> buf(new uint8_t[size ? size : 1]);
+        e->blobs[key] = format::ExternalBlob{std::shared_ptr<const void>(buf, buf.get()), buf.get(), size};
+        return size ? buf.get() : nullptr;
+      },
+      nullptr);
+}
+
+void onyx_web_external_free(OnyxWebExternal* e) { delete e; }
+
+/// Loads and plans a model from bytes, its external data from `ext` (null: none).
+/// `strict`: first list every node the wasm provider cannot run (as `onyx check --provider
+/// wasm --strict`) and refuse the model when there is one. `optimize`: 0 none, 1 basic, 2 all.
+OnyxWebSession* onyx_web_session_create(const uint8_t* data, size_t size, int threads, int strict, int optimize,
+                                        const OnyxWebExternal* ext) {
   return guarded(
       [&]() -> OnyxWebSession* {
-        std::shared_ptr<ir::Model> model = format::load_model_from_bytes(data, size);
+        static const format::ExternalBlobs kNone;
+        std::shared_ptr<ir::Model> model = format::load_model_from_bytes(data, size, ext ? ext->blobs : kNone);
         if (strict) {
           check::Options co;
           co.providers = {"wasm"};

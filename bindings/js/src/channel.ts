@@ -25,8 +25,19 @@ export const LISTENING = 1;
 export const CLAIMED = 2;
 export const REQUEST = 3;
 export const REPLY = 4;
+/** Float64 slots after the control words (byte 16 on): when the worker saw the last
+ * request and when it had written the reply (performance.timeOrigin + now(), ms), for
+ * bench/web/roundtrip.mjs's split of a run's round trip. */
+export const STAMP_WAKE = 2;
+export const STAMP_REPLY = 3;
+export const CTL_BYTES = 48;
 /** How long the worker keeps waiting for the next run before it goes back to its loop. */
 export const LISTEN_MS = 50;
+/** How long the worker polls the state word before it sleeps in Atomics.wait: in a loop
+ * of runs the page hands the lane back and sends the next request within about 0.1 ms of
+ * a reply, and waking a worker asleep in Atomics.wait took 40 µs of each round trip
+ * (bench/web/roundtrip.mjs). Only the worker polls; the page never blocks. */
+export const SPIN_MS = 0.3;
 
 /** The shared memory of one worker's fast lane. */
 export interface ChannelBuffers {

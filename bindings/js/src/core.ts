@@ -12,6 +12,12 @@ export interface WireTensor {
   data: ArrayBufferView | string[];
 }
 
+/** An external-data file of a model, by the location its tensors name. */
+export interface WireExternal {
+  path: string;
+  data: Uint8Array;
+}
+
 export interface WireValueMetadata {
   name: string;
   isTensor: boolean;
@@ -160,14 +166,34 @@ export class Core {
     return p;
   }
 
-  createSession(model: Uint8Array, threads: number, strict: boolean, optimize: number): SessionInfo {
+  createSession(model: Uint8Array, threads: number, strict: boolean, optimize: number,
+                external: readonly WireExternal[] = []): SessionInfo {
     const t0 = now();
-    const p = this.copyIn(model);
+    const m = this.em;
+    const ext = m._onyx_web_external_new();
+    this.check();
     let h: number;
     try {
-      h = this.em._onyx_web_session_create(p, model.byteLength, Math.min(threads, this.info.maxThreads), strict ? 1 : 0, optimize);
+      for (const e of external) {
+        const np = this.cstr(e.path);
+        let dst: number;
+        try {
+          dst = m._onyx_web_external_add(ext, np, e.data.byteLength);
+        } finally {
+          m._free(np);
+        }
+        this.check();
+        if (dst) this.heap().u8.set(e.data, dst);
+      }
+      const p = this.copyIn(model);
+      try {
+        h = m._onyx_web_session_create(p, model.byteLength, Math.min(threads, this.info.maxThreads), strict ? 1 : 0,
+                                       optimize, ext);
+      } finally {
+        m._free(p);
+      }
     } finally {
-      this.em._free(p);
+      m._onyx_web_external_free(ext);  // the session keeps the blobs its tensors view
     }
     this.check();
     const meta = JSON.parse(this.em.UTF8ToString(this.em._onyx_web_session_io_json(h)));

@@ -8,6 +8,8 @@ export interface FetchProgress {
   loaded: number;
   /** Content-Length, or 0 when the server did not send one. */
   total: number;
+  /** The external-data file (its path) this is about; absent for the model itself. */
+  file?: string;
 }
 
 export interface FetchModelOptions {
@@ -16,6 +18,8 @@ export interface FetchModelOptions {
   onProgress?: (p: FetchProgress) => void;
   /** Keep a copy in Cache Storage under the hash (default true when sha256 is given). */
   cache?: boolean;
+  /** What the file is, in messages (default 'the model'). */
+  label?: string;
 }
 
 export interface FetchedModel {
@@ -40,6 +44,7 @@ function cacheKey(hash: string): string {
 export async function fetchModel(url: string, o: FetchModelOptions = {}): Promise<FetchedModel> {
   const t0 = performance.now();
   const want = o.sha256?.toLowerCase();
+  const what = o.label ?? 'the model';
   const useCache = (o.cache ?? true) && !!want && typeof caches !== 'undefined';
   if (useCache) {
     try {
@@ -62,9 +67,9 @@ export async function fetchModel(url: string, o: FetchModelOptions = {}): Promis
   try {
     resp = await fetch(url, { cache: want ? 'no-cache' : 'default' });
   } catch (e) {
-    throw new ModelFetchError('Fetch', `cannot download the model '${url}': ${e instanceof Error ? e.message : e}`);
+    throw new ModelFetchError('Fetch', `cannot download ${what} '${url}': ${e instanceof Error ? e.message : e}`);
   }
-  if (!resp.ok) throw new ModelFetchError('Fetch', `cannot download the model '${url}': HTTP ${resp.status} ${resp.statusText}`);
+  if (!resp.ok) throw new ModelFetchError('Fetch', `cannot download ${what} '${url}': HTTP ${resp.status} ${resp.statusText}`);
   const total = Number(resp.headers.get('Content-Length') ?? 0) || 0;
   let bytes: Uint8Array;
   if (resp.body && o.onProgress) {
@@ -90,7 +95,7 @@ export async function fetchModel(url: string, o: FetchModelOptions = {}): Promis
   const got = await sha256Hex(bytes);
   if (want && got !== want)
     throw new HashMismatchError('HashMismatch',
-      `the model '${url}' has SHA-256 ${got}, but ${want} was expected (a stale or corrupted copy?); it was not run`);
+      `${what} '${url}' has SHA-256 ${got}, but ${want} was expected (a stale or corrupted copy?); it was not run`);
   if (useCache) {
     // Not awaited: the model is usable now; a failed write (quota) only means the next
     // visit downloads again.

@@ -3,12 +3,12 @@
 // pthreads build is used only when the page is cross-origin isolated, and the session says
 // which build and how many threads it got, and why.
 
-import type { CtcResult, LoadInfo, SessionInfo, TextLineParams, WireTensor, WireValueMetadata } from './core.js';
+import type { CtcResult, LoadInfo, SessionInfo, TextLineParams, WireExternal, WireTensor, WireValueMetadata } from './core.js';
 import { InvalidArgumentError, makeError, OnyxError, UnsupportedError, type WireError } from './errors.js';
 import { fetchModel, type FetchModelOptions, type FetchProgress } from './fetch.js';
 import {
-  CLAIMED, fastLaneAvailable, laneBytes, LISTENING, POSTED, readError, readTensors, REPLY, REPLY_OK, REPLY_POSTED,
-  REQUEST, STATE, writeTensors, type ChannelBuffers, type LaneTensor,
+  CLAIMED, CTL_BYTES, fastLaneAvailable, laneBytes, LISTENING, POSTED, readError, readTensors, REPLY, REPLY_OK,
+  REPLY_POSTED, REQUEST, STAMP_REPLY, STAMP_WAKE, STATE, writeTensors, type ChannelBuffers, type LaneTensor,
 } from './channel.js';
 import { Tensor, typeCodes, typeOfCode, viewOfType, type TensorType } from './tensor.js';
 
@@ -68,7 +68,20 @@ export namespace InferenceSession {
     onProgress?: (p: FetchProgress) => void;
     /** onyx: keep the model in Cache Storage by its hash (default true with sha256). */
     cache?: boolean;
+    /** The model's external-data files (weights stored beside the .onnx), as
+     * onnxruntime-web takes them: `path` is the location the model's tensors name, `data`
+     * a URL to fetch or the bytes; a bare string is both. */
+    externalData?: readonly ExternalDataFileType[];
   }
+  export interface ExternalDataFileDescription {
+    /** The location the model's tensors name (e.g. 'model.onnx.data'). */
+    path: string;
+    /** A URL to fetch (with onProgress, and sha256 / cache as for the model), or the bytes. */
+    data: string | ArrayBuffer | ArrayBufferView;
+    /** onyx: expected SHA-256 of the file; a mismatch is refused. */
+    sha256?: string;
+  }
+  export type ExternalDataFileType = ExternalDataFileDescription | string;
   export interface RunOptions {
     /** onyx: transfer the feeds' buffers to the worker instead of copying (they are detached). */
     transferFeeds?: boolean;
@@ -109,6 +122,10 @@ class WorkerBackend implements Backend {
   private laneBusy = false;
   /** Runs served through the lane (for tests). */
   laneRuns = 0;
+  /** The last lane run's times (performance.timeOrigin + now(), ms), for
+   * bench/web/roundtrip.mjs: entry, request posted, worker woke, reply written, page
+   * woke, outputs read. */
+  laneStamps = { start: 0, posted: 0, wake: 0, reply: 0, woke: 0, read: 0 };
   /** Set when the worker failed: a run waiting on the lane gives up with it. */
   private failed: Error | null = null;
   /** Bytes the lane's buffer should have (grown when a request or reply did not fit). */
@@ -124,7 +141,7 @@ class WorkerBackend implements Backend {
       else p.err(makeError(error.code, error.message));
     };
     if (fastLaneAvailable()) {
-      this.lane = { ctl: new Int32Array(new SharedArrayBuffer(16)), data: new SharedArrayBuffer(1 << 20) };
+      this.lane = { ctl: new Int32Array(new SharedArrayBuffer(CTL_BYTES)), data: new SharedArrayBuffer(1 << 20) };
       this.call('channel', { ctl: this.lane.ctl.buffer as SharedArrayBuffer, data: this.lane.data } satisfies ChannelBuffers);
     }
     this.w.onerror = (e: ErrorEvent) => {
@@ -155,6 +172,8 @@ class WorkerBackend implements Backend {
   /** A run through the fast lane, or null when it cannot take this one now. */
   private runOnLane(a: RunArgs): Promise<any> | null {
     const lane = this.lane!;
+    const stamp = () => performance.timeOrigin + performance.now();
+    const start = stamp();
     if (this.pending.size) return null;  // the worker has posted requests to take first
     const ins = this.inputIndex.get(a.handle);
     if (!ins) return null;
@@ -181,6 +200,7 @@ class WorkerBackend implements Backend {
     this.laneBusy = true;
     Atomics.store(lane.ctl, STATE, REQUEST);
     Atomics.notify(lane.ctl, STATE);
+    const posted_ = stamp();
     return (async () => {
       try {
         for (;;) {
@@ -189,17 +209,21 @@ class WorkerBackend implements Backend {
           if (Atomics.load(lane.ctl, STATE) === REPLY) break;
           if (this.failed) throw this.failed;
         }
+        const woke = stamp();
         const status = dv.getUint32(0, true);
         if (status !== REPLY_POSTED) this.pending.delete(id);
         ++this.laneRuns;
         if (status === REPLY_OK) {
           const outs = readTensors(lane.data, 8, true);
           const names = this.outputNames.get(a.handle)!;
-          return {
+          const r = {
             names: outs.map((o) => names[o.index]),
             tensors: outs.map((o) => ({ type: o.type, dims: o.dims as number[],
                                         data: viewOfType(o.type, o.bytes.buffer as ArrayBuffer, o.dims.reduce((x, y) => x * y, 1)) })),
           };
+          const st = new Float64Array(lane.ctl.buffer);
+          this.laneStamps = { start, posted: posted_, wake: st[STAMP_WAKE], reply: st[STAMP_REPLY], woke, read: stamp() };
+          return r;
         }
         if (status === REPLY_POSTED) {
           this.laneWant = Math.max(this.laneWant, dv.getUint32(4, true));
@@ -251,7 +275,7 @@ class MainBackend implements Backend {
     if (op === 'load') return this.load(a);
     const c = this.core;
     switch (op) {
-      case 'create': return c.createSession(a.model, a.threads, a.strict, a.optimize);
+      case 'create': return c.createSession(a.model, a.threads, a.strict, a.optimize, a.external);
       case 'release': return c.releaseSession(a.handle);
       case 'run': return c.run(a.handle, a.names, a.feeds);
       case 'preprocess': return c.preprocess(a.rgba, a.width, a.height, a.params);
@@ -357,6 +381,10 @@ export class InferenceSession {
     const plan = planThreads(options.intraOpNumThreads ?? env.wasm.numThreads);
     let bytes: Uint8Array;
     let fetchMs = 0, fromCache = false, sha256 = '';
+    // External data downloads beside the model.
+    const tExt = performance.now();
+    const extP = loadExternalData(options);
+    extP.catch(() => {});  // awaited below; a failed model fetch must not leave it unhandled
     if (typeof src === 'string') {
       const f = await fetchModel(src, { sha256: options.sha256, onProgress: options.onProgress, cache: options.cache } as FetchModelOptions);
       bytes = f.bytes;
@@ -376,10 +404,14 @@ export class InferenceSession {
       if (options.sha256 && options.sha256.toLowerCase() !== sha256)
         throw makeError('HashMismatch', `the model bytes have SHA-256 ${sha256}, but ${options.sha256.toLowerCase()} was expected; it was not run`);
     }
+    const { external, transfer } = await extP;
+    if (options.externalData?.length) fetchMs = Math.max(fetchMs, performance.now() - tExt);
     const { backend, loadedNow } = await getBackend(plan);
     const level = optimizeLevels[options.graphOptimizationLevel ?? 'all'] ?? 2;
-    // Copied into the worker: the caller keeps its bytes.
-    const info: SessionInfo = await backend.call('create', { model: bytes, threads: plan.threads, strict: !!options.strict, optimize: level });
+    // The model is copied into the worker (the caller keeps its bytes); external data that
+    // was downloaded here is transferred.
+    const info: SessionInfo = await backend.call(
+      'create', { model: bytes, threads: plan.threads, strict: !!options.strict, optimize: level, external }, transfer);
     if (backend instanceof WorkerBackend) backend.noteSession(info);
     let note = plan.note;
     if (!note && info.threads < plan.asked)
@@ -442,6 +474,45 @@ export class InferenceSession {
 
   startProfiling(): void {}
   endProfiling(): void {}
+}
+
+/** The external-data files of `options`, downloaded where given by URL (all at once). */
+async function loadExternalData(options: InferenceSession.SessionOptions):
+    Promise<{ external: WireExternal[]; transfer: ArrayBuffer[] }> {
+  const list = options.externalData ?? [];
+  if (!Array.isArray(list))
+    throw new InvalidArgumentError('InvalidArgument', 'externalData must be an array of { path, data } (or URL strings)');
+  const transfer: ArrayBuffer[] = [];
+  const external = await Promise.all(list.map(async (entry, i): Promise<WireExternal> => {
+    const e = typeof entry === 'string' ? { path: entry, data: entry } : entry;
+    if (!e || typeof e !== 'object' || typeof e.path !== 'string' || !e.path || e.data === undefined)
+      throw new InvalidArgumentError('InvalidArgument',
+        `externalData[${i}] must be { path: string, data: URL | Uint8Array | ArrayBuffer } or a URL string`);
+    const path = e.path.replace(/^(\.\/)+/, '');
+    if (typeof e.data === 'string') {
+      const f = await fetchModel(e.data, {
+        sha256: e.sha256, cache: options.cache, label: `the external data '${e.path}'`,
+        onProgress: options.onProgress && ((p) => options.onProgress!({ ...p, file: e.path })),
+      });
+      if (f.bytes.byteOffset === 0 && f.bytes.byteLength === f.bytes.buffer.byteLength && f.bytes.buffer instanceof ArrayBuffer)
+        transfer.push(f.bytes.buffer);
+      return { path, data: f.bytes };
+    }
+    let data: Uint8Array;
+    if (e.data instanceof ArrayBuffer) data = new Uint8Array(e.data);
+    else if (ArrayBuffer.isView(e.data)) data = new Uint8Array(e.data.buffer, e.data.byteOffset, e.data.byteLength);
+    else
+      throw new InvalidArgumentError('InvalidArgument',
+        `externalData[${i}] ('${e.path}'): data must be a URL string, a Uint8Array or an ArrayBuffer`);
+    if (e.sha256) {
+      const { sha256Hex } = await import('./fetch.js');
+      const got = await sha256Hex(data);
+      if (got !== e.sha256.toLowerCase())
+        throw makeError('HashMismatch', `the external data '${e.path}' has SHA-256 ${got}, but ${e.sha256.toLowerCase()} was expected; it was not run`);
+    }
+    return { path, data };
+  }));
+  return { external, transfer };
 }
 
 async function anyBackend(): Promise<Backend> {

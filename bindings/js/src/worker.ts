@@ -3,7 +3,8 @@
 // also come through the fast lane of channel.ts.
 
 import {
-  CLAIMED, LISTEN_MS, LISTENING, OFF, POSTED, readTensors, REPLY, REPLY_OK, REPLY_POSTED, REQUEST, STATE,
+  CLAIMED, LISTEN_MS, LISTENING, OFF, SPIN_MS, POSTED, readTensors, REPLY, REPLY_OK, REPLY_POSTED, REQUEST, STAMP_REPLY,
+  STAMP_WAKE, STATE,
   laneBytes, writeError, writeTensors, type ChannelBuffers, type LaneTensor,
 } from './channel.js';
 import { Core, type LoadOptions, type SessionInfo, type WireTensor } from './core.js';
@@ -12,7 +13,7 @@ import { toWire } from './errors.js';
 let core: Promise<Core> | null = null;
 /** Input and output names per session handle (the fast lane sends indices). */
 const sessions = new Map<number, { inputs: string[]; outputs: string[] }>();
-let lane: { ctl: Int32Array; data: SharedArrayBuffer } | null = null;
+let lane: { ctl: Int32Array; stamps: Float64Array; data: SharedArrayBuffer } | null = null;
 /** Messages taken from the page (compared with the page's POSTED count). */
 let taken = 0;
 
@@ -30,13 +31,13 @@ async function handle(op: string, a: any): Promise<[unknown, ArrayBuffer[]]> {
   }
   if (op === 'channel') {
     const b = a as ChannelBuffers;
-    lane = { ctl: new Int32Array(b.ctl), data: b.data };
+    lane = { ctl: new Int32Array(b.ctl), stamps: new Float64Array(b.ctl), data: b.data };
     return [null, []];
   }
   const c = await core!;
   switch (op) {
     case 'create': {
-      const info: SessionInfo = c.createSession(a.model, a.threads, a.strict, a.optimize);
+      const info: SessionInfo = c.createSession(a.model, a.threads, a.strict, a.optimize, a.external);
       sessions.set(info.handle, { inputs: info.inputs.map((v) => v.name), outputs: info.outputs.map((v) => v.name) });
       return [info, []];
     }
@@ -85,6 +86,18 @@ function serve(c: Core, data: SharedArrayBuffer): void {
   }
 }
 
+/** Returns once the state word is no longer `value` (or, `posts`: the page posted a
+ * message), or after `ms`: polls it for SPIN_MS first, then sleeps in Atomics.wait. */
+function waitWhile(ctl: Int32Array, value: number, ms: number, posts = false): void {
+  const t0 = performance.now();
+  const spin = Math.min(SPIN_MS, ms);
+  while (Atomics.load(ctl, STATE) === value && !(posts && Atomics.load(ctl, POSTED) !== taken))
+    if (performance.now() - t0 >= spin) {
+      if (ms > spin) Atomics.wait(ctl, STATE, value, ms - spin);
+      return;
+    }
+}
+
 /** Waits for runs on the fast lane until LISTEN_MS pass without one or the page posts a
  * message (which this worker must then take from its event loop). */
 function listen(c: Core): void {
@@ -101,15 +114,17 @@ function listen(c: Core): void {
         if (Atomics.compareExchange(ctl, STATE, LISTENING, OFF) === LISTENING) return;
         continue;  // the page claimed the lane meanwhile
       }
-      Atomics.wait(ctl, STATE, LISTENING, left);
+      waitWhile(ctl, LISTENING, left, true);
     } else if (s === CLAIMED) {
-      Atomics.wait(ctl, STATE, CLAIMED, 20);
+      waitWhile(ctl, CLAIMED, 20);
     } else if (s === REQUEST) {
+      l.stamps[STAMP_WAKE] = performance.timeOrigin + performance.now();
       serve(c, lane!.data);
+      l.stamps[STAMP_REPLY] = performance.timeOrigin + performance.now();
       Atomics.store(ctl, STATE, REPLY);
       Atomics.notify(ctl, STATE);
     } else if (s === REPLY) {
-      Atomics.wait(ctl, STATE, REPLY, 20);
+      waitWhile(ctl, REPLY, 20);
       idleSince = performance.now();
     } else {
       return;
