@@ -5,6 +5,7 @@
 // block's GEMM applies the epilogue. A pointwise convolution (1x1, stride 1, no pads) has
 // X itself as the im2col matrix and the GEMM reads it in place.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/conv.h"
@@ -19,64 +20,79 @@ constexpr int64_t kDepthBlock = 256;       // im2col rows built at a time
 constexpr int64_t kPanelFloats = 1 << 15;  // one depth block of a tile: 128 KiB, in L2 with A and C
 constexpr int64_t kMaxTile = 1024;         // output positions per tile at most
 
+/// Moves of 8 floats (two SSE or one AVX move, inlined: the runs of an im2col row are
+/// often a handful of floats, where a memcpy or memset call costs more than the copy).
+constexpr int64_t kRunChunk = 8;
+inline void copy_chunk(float* d, const float* s) {
+  std::memcpy(d, s, kRunChunk * sizeof(float));
+}
+inline int64_t chunks_of(int64_t n) {
+  return (n + kRunChunk - 1) / kRunChunk;
+}
+/// d[0, n) = 0, writing up to kRunChunk - 1 floats past n (later runs overwrite them).
+inline void zero_run(float* d, int64_t n) {
+  static constexpr float kZeros[kRunChunk] = {};
+  for (int64_t q = 0, nq = chunks_of(n); q < nq; ++q) copy_chunk(d + q * kRunChunk, kZeros);
+}
+
 /// im2col rows [p0, p1) (row p: input channel p / kernel_size, kernel position p %
 /// kernel_size) of the tile's nt columns into ceil(nt / nr) panels of rows [p1 - p0][nr],
-/// panel q at panels + q * pstride, columns past nt zero.
-void im2col_block(const WindowGeom& g, const float* xg, const std::vector<int64_t>& koffs,
-                  const Segments& seg, int64_t nt, int64_t p0, int64_t p1, int64_t nr,
-                  int64_t pstride, float* panels) {
+/// panel q at panels + q * pstride, columns past nt zero. Each row is built in a line
+/// buffer (zero and copied runs in whole chunks of 8, each overwriting the slack the one
+/// before left), then moved into the panels; x_end: the end of X (no chunk reads past it).
+void im2col_block(const WindowGeom& g, const float* xg, const float* x_end,
+                  const std::vector<int64_t>& koffs, const Segments& seg, int64_t nt, int64_t p0,
+                  int64_t p1, int64_t nr, int64_t pstride, float* panels) {
   const size_t nsp = g.nsp, last = nsp - 1, nseg = seg.jj0.size();
-  const int64_t npanels = (nt + nr - 1) / nr;
+  const int64_t npanels = (nt + nr - 1) / nr, width = npanels * nr;
   const int64_t in_last = g.in[last], s_last = g.strides[last], p_last = g.pad_begin[last];
+  thread_local std::vector<float> line_buf;
+  if (static_cast<int64_t>(line_buf.size()) < width + kRunChunk)
+    line_buf.resize(static_cast<size_t>(width + kRunChunk));
+  float* line = line_buf.data();
+  const bool whole_chunks = nr % kRunChunk == 0;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t c = p / g.kernel_size, k = p % g.kernel_size;
     const float* xc = xg + c * g.in_size;
-    float* prow = panels + (p - p0) * nr;  // row p of panel 0; panel q is q * pstride further
     const int64_t* ko = koffs.data() + k * static_cast<int64_t>(nsp);
     for (size_t si = 0; si < nseg; ++si) {
       // Leading axes: one input row for the whole segment (or padding).
       const int64_t row = flat_index(seg.base.data() + si * last, ko, g.in, last);
-      const int64_t jj0 = seg.jj0[si], len = seg.len[si];
-      const float* xr = row < 0 ? nullptr : xc + row * in_last;
-      int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
-      float* dst = prow + (jj0 / nr) * pstride;
-      int64_t r = jj0 % nr;
+      const int64_t len = seg.len[si];
+      float* d = line + seg.jj0[si];
+      if (row < 0) {
+        zero_run(d, len);
+        continue;
+      }
       // Zeros before and after the run of columns inside the row (i in [lo, hi): column
-      // ci + i * s_last inside it), a strided copy in between, each cut at the panel
-      // boundaries.
-      int64_t lo = len, hi = len;
-      if (xr) {
-        lo = ci >= 0 ? 0 : std::min(len, (-ci + s_last - 1) / s_last);
-        hi = ci + (len - 1) * s_last < in_last
-                 ? len
-                 : std::clamp((in_last - ci + s_last - 1) / s_last, lo, len);
+      // ci + i * s_last inside it), a strided copy in between.
+      const int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
+      const int64_t lo = ci >= 0 ? 0 : std::min(len, (-ci + s_last - 1) / s_last);
+      const int64_t hi = ci + (len - 1) * s_last < in_last
+                             ? len
+                             : std::clamp((in_last - ci + s_last - 1) / s_last, lo, len);
+      zero_run(d, lo);
+      const float* src = xc + row * in_last + ci + lo * s_last;
+      const int64_t n = hi - lo;
+      if (s_last == 1 && x_end - src >= chunks_of(n) * kRunChunk) {
+        for (int64_t q = 0, nq = chunks_of(n); q < nq; ++q)
+          copy_chunk(d + lo + q * kRunChunk, src + q * kRunChunk);
+      } else if (s_last == 2) {
+        for (int64_t i = 0; i < n; ++i) d[lo + i] = src[2 * i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) d[lo + i] = src[i * s_last];
       }
-      for (int64_t i = 0; i < len;) {
-        const int64_t end = std::min({i + nr - r, i < lo ? lo : (i < hi ? hi : len), len});
-        float* d = dst + r;
-        if (i >= lo && i < hi) {
-          const float* src = xr + ci + i * s_last;
-          const int64_t n = end - i;
-          if (s_last == 1)
-            std::copy(src, src + n, d);
-          else if (s_last == 2)
-            for (int64_t k = 0; k < n; ++k) d[k] = src[2 * k];
-          else
-            for (int64_t k = 0; k < n; ++k) d[k] = src[k * s_last];
-        } else {
-          std::fill(d, d + (end - i), 0.0f);
-        }
-        r += end - i;
-        i = end;
-        if (r == nr) {
-          r = 0;
-          dst += pstride;
-        }
-      }
+      zero_run(d + hi, len - hi);
     }
-    if (nt % nr != 0) {  // columns past nt in the last panel are zero
-      float* dst = prow + (npanels - 1) * pstride;
-      std::fill(dst + nt % nr, dst + nr, 0.0f);
+    std::fill(line + nt, line + width, 0.0f);  // columns past nt in the last panel
+    float* prow = panels + (p - p0) * nr;      // row p of panel 0
+    for (int64_t q = 0; q < npanels; ++q) {
+      float* dq = prow + q * pstride;
+      const float* lq = line + q * nr;
+      if (whole_chunks)
+        for (int64_t j = 0; j < nr; j += kRunChunk) copy_chunk(dq + j, lq + j);
+      else
+        std::copy(lq, lq + nr, dq);
     }
   }
 }
@@ -106,6 +122,7 @@ void conv_im2col_shared(const ConvShape& s, const float* w, const float* packed,
   const int64_t kb = std::min(K, kDepthBlock), kblocks = (K + kb - 1) / kb;
   const int64_t pstride = K * nr, unit_floats = (nt + nr - 1) / nr * pstride;
   const int64_t units = s.batch * s.group * tiles;
+  const float* x_end = io.x + s.batch * s.channels * g.in_size;
   const int64_t threads = pool->size(), strips = (s.mg + mr - 1) / mr;
   thread_local std::vector<float> shared;
   if (static_cast<int64_t>(shared.size()) < units * unit_floats)
@@ -127,7 +144,8 @@ void conv_im2col_shared(const ConvShape& s, const float* w, const float* packed,
       }
       const int64_t p0 = blk * kb, p1 = std::min(K, p0 + kb);
       const float* xg = io.x + (n * s.channels + gi * s.cg) * g.in_size;
-      im2col_block(g, xg, koffs, seg, cols, p0, p1, nr, pstride, buf + u * unit_floats + p0 * nr);
+      im2col_block(g, xg, x_end, koffs, seg, cols, p0, p1, nr, pstride,
+                   buf + u * unit_floats + p0 * nr);
     }
   });
   const int64_t rsplit = std::min(strips, (4 * threads + units - 1) / units);
@@ -241,6 +259,7 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, c
   const int64_t threads = pool ? pool->size() : 1;
   const int64_t strips = (s.mg + mr - 1) / mr;
   const int64_t units = s.batch * s.group * tiles;
+  const float* x_end = io.x + s.batch * s.channels * g.in_size;
   std::vector<int64_t> koffs = kernel_offsets(g);
   const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
                       static_cast<double>(OS) * static_cast<double>(K);
@@ -291,7 +310,7 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, c
       tile_segments(g, j0, cols, seg);
       for (int64_t p0 = 0; p0 < K; p0 += kb) {
         const int64_t p1 = std::min(K, p0 + kb);
-        im2col_block(g, xg, koffs, seg, cols, p0, p1, nr, (p1 - p0) * nr, panels.data());
+        im2col_block(g, xg, x_end, koffs, seg, cols, p0, p1, nr, (p1 - p0) * nr, panels.data());
         const simd::BMatrix b{simd::BMatrix::Layout::kPanels, panels.data(), (p1 - p0) * nr,
                               nullptr};
         gemm_a(p1 - p0, a, p0, m0, m1, b, cols, yt, OS, p0 > 0, p1 == K ? &ep : nullptr);
