@@ -21,14 +21,42 @@ HWY_BEFORE_NAMESPACE();
 namespace onyx::simd {
 namespace HWY_NAMESPACE {
 
-/// The first CountTrue(m) lanes from p, zeros after.
+/// dst[0, n) = src[0, n), n <= kMax, in fixed-size pieces, which compile to inlined moves:
+/// a memcpy call for the few elements of a row's tail costs more than the copy itself.
+template <size_t kMax, typename T>
+HWY_INLINE void CopyFew(T* dst, const T* src, size_t n) {
+  size_t j = 0;
+  auto piece = [&](size_t len) {
+    std::memcpy(dst + j, src + j, len * sizeof(T));
+    j += len;
+  };
+  if constexpr (kMax >= 32) {
+    while (j + 16 <= n) piece(16);
+  } else if constexpr (kMax >= 16) {
+    if (n & 16) piece(16);
+  }
+  if constexpr (kMax >= 8)
+    if (n & 8) piece(8);
+  if constexpr (kMax >= 4)
+    if (n & 4) piece(4);
+  if constexpr (kMax >= 2)
+    if (n & 2) piece(2);
+  if (n & 1) dst[j] = src[j];
+}
+
+/// The first CountTrue(m) lanes from p, zeros after. On AVX2 and AVX-512 a masked load of
+/// 32/64-bit lanes (which neither reads nor faults past them); elsewhere through a stack
+/// buffer.
 template <class D>
 HWY_INLINE hwy::HWY_NAMESPACE::Vec<D> TailLoad(hwy::HWY_NAMESPACE::Mask<D> m, D d,
                                                const hwy::HWY_NAMESPACE::TFromD<D>* p) {
   namespace hn = hwy::HWY_NAMESPACE;
+#if HWY_TARGET <= HWY_AVX2
+  if constexpr (sizeof(hn::TFromD<D>) >= 4) return hn::MaskedLoad(m, d, p);
+#endif
   HWY_ALIGN hn::TFromD<D> buf[hn::MaxLanes(D())];
   hn::Store(hn::Zero(d), d, buf);
-  std::memcpy(buf, p, hn::CountTrue(d, m) * sizeof(hn::TFromD<D>));
+  CopyFew<hn::MaxLanes(D())>(buf, p, hn::CountTrue(d, m));
   return hn::Load(d, buf);
 }
 
@@ -39,7 +67,7 @@ HWY_INLINE void TailStore(hwy::HWY_NAMESPACE::Vec<D> v, hwy::HWY_NAMESPACE::Mask
   namespace hn = hwy::HWY_NAMESPACE;
   HWY_ALIGN hn::TFromD<D> buf[hn::MaxLanes(D())];
   hn::Store(v, d, buf);
-  std::memcpy(p, buf, hn::CountTrue(d, m) * sizeof(hn::TFromD<D>));
+  CopyFew<hn::MaxLanes(D())>(p, buf, hn::CountTrue(d, m));
 }
 
 }  // namespace HWY_NAMESPACE

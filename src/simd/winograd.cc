@@ -25,6 +25,7 @@
 // clang-format on
 
 #include "simd/conv_epilogue-inl.h"
+#include "simd/tail-inl.h"
 
 #ifndef ONYX_SIMD_WINOGRAD_ONCE
 #define ONYX_SIMD_WINOGRAD_ONCE
@@ -94,9 +95,9 @@ HWY_INLINE void StorePanel(DF d, VF out, float* dst, bool whole, int64_t n, int6
   }
   HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
   hn::Store(out, d, tmp);
-  std::memcpy(dst, tmp, static_cast<size_t>(n1) * sizeof(float));
-  if (n1 < n)
-    std::memcpy(dst - lane + panel_stride, tmp + n1, static_cast<size_t>(n - n1) * sizeof(float));
+  constexpr size_t kMax = HWY_MAX_BYTES / sizeof(float);
+  CopyFew<kMax>(dst, tmp, static_cast<size_t>(n1));
+  if (n1 < n) CopyFew<kMax>(dst - lane + panel_stride, tmp + n1, static_cast<size_t>(n - n1));
 }
 
 void WinoInput(const float* const rows[6], int64_t n, float* v, int64_t xi_stride,
@@ -149,7 +150,7 @@ void WinoOutput(const float* m, int64_t xi_stride, int64_t n, float bias, const 
         hn::LoadInterleaved4(d, zr, z0, z1, z2, z3);
       } else {
         std::fill(buf, buf + 4 * L, 0.0f);
-        std::memcpy(buf, zr, static_cast<size_t>(cols) * sizeof(float));
+        CopyFew<4 * HWY_MAX_BYTES / sizeof(float)>(buf, zr, static_cast<size_t>(cols));
         hn::LoadInterleaved4(d, buf, z0, z1, z2, z3);
       }
       o[0] = hn::Add(o[0], z0);
@@ -163,7 +164,7 @@ void WinoOutput(const float* m, int64_t xi_stride, int64_t n, float bias, const 
       hn::StoreInterleaved4(o[0], o[1], o[2], o[3], d, yr);
     } else {
       hn::StoreInterleaved4(o[0], o[1], o[2], o[3], d, buf);
-      std::memcpy(yr, buf, static_cast<size_t>(cols) * sizeof(float));
+      CopyFew<4 * HWY_MAX_BYTES / sizeof(float)>(yr, buf, static_cast<size_t>(cols));
     }
   }
   (void)n;
@@ -220,7 +221,7 @@ void WinoOutput2(const float* m, int64_t xi_stride, const float bias, const floa
         hn::LoadInterleaved2(d, zr, z0, z1);
       } else {
         std::fill(buf, buf + 2 * L, 0.0f);
-        std::memcpy(buf, zr, static_cast<size_t>(cols) * sizeof(float));
+        CopyFew<2 * HWY_MAX_BYTES / sizeof(float)>(buf, zr, static_cast<size_t>(cols));
         hn::LoadInterleaved2(d, buf, z0, z1);
       }
       o[0] = hn::Add(o[0], z0);
@@ -233,7 +234,7 @@ void WinoOutput2(const float* m, int64_t xi_stride, const float bias, const floa
       hn::StoreInterleaved2(o[0], o[1], d, yr);
     } else {
       hn::StoreInterleaved2(o[0], o[1], d, buf);
-      std::memcpy(yr, buf, static_cast<size_t>(cols) * sizeof(float));
+      CopyFew<2 * HWY_MAX_BYTES / sizeof(float)>(yr, buf, static_cast<size_t>(cols));
     }
   }
 }

@@ -465,6 +465,15 @@ std::vector<ConvCase> chosen_cases() {
   add(1, 2, 2, 2, {40, 35}, {3, 3}, {2, 1}, {0, 1, 2, 0});          // mixed strides, odd pads
   add(1, 512, 64, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1, 1, 1});         // deep, small image
   add(1, 64, 64, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2});  // dilated 3x3 (im2col)
+  // Few tiles for the threads: im2col panels shared by the row blocks (3 depth blocks; 11
+  // with a partial last one; per image and group with odd sizes and asymmetric pads).
+  add(1, 64, 80, 1, {14, 14}, {3, 3}, {2, 2}, {1, 1, 1, 1});
+  add(1, 300, 260, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1, 1, 1});
+  add(2, 96, 64, 2, {15, 13}, {3, 3}, {2, 2}, {1, 0, 1, 0});
+  // Few Winograd tile blocks for the threads: V shared by the row blocks (F(4x4); F(4x4)
+  // at odd sizes, batch 2; F(2x2) is reached by the 200 -> 136 and 64 -> 64 layers above).
+  add(1, 16, 64, 1, {32, 30}, {3, 3}, {1, 1}, {1, 1, 1, 1});
+  add(2, 12, 48, 1, {21, 19}, {3, 3}, {1, 1}, {1, 0, 1, 1});
   return v;
 }
 

@@ -5,6 +5,7 @@
 // block's GEMM applies the epilogue. A pointwise convolution (1x1, stride 1, no pads) has
 // X itself as the im2col matrix and the GEMM reads it in place.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/conv.h"
@@ -19,73 +20,161 @@ constexpr int64_t kDepthBlock = 256;       // im2col rows built at a time
 constexpr int64_t kPanelFloats = 1 << 15;  // one depth block of a tile: 128 KiB, in L2 with A and C
 constexpr int64_t kMaxTile = 1024;         // output positions per tile at most
 
+/// Moves of 8 floats (two SSE or one AVX move, inlined: the runs of an im2col row are
+/// often a handful of floats, where a memcpy or memset call costs more than the copy).
+constexpr int64_t kRunChunk = 8;
+inline void copy_chunk(float* d, const float* s) {
+  std::memcpy(d, s, kRunChunk * sizeof(float));
+}
+inline int64_t chunks_of(int64_t n) {
+  return (n + kRunChunk - 1) / kRunChunk;
+}
+/// d[0, n) = 0, writing up to kRunChunk - 1 floats past n (later runs overwrite them).
+inline void zero_run(float* d, int64_t n) {
+  static constexpr float kZeros[kRunChunk] = {};
+  for (int64_t q = 0, nq = chunks_of(n); q < nq; ++q) copy_chunk(d + q * kRunChunk, kZeros);
+}
+
 /// im2col rows [p0, p1) (row p: input channel p / kernel_size, kernel position p %
-/// kernel_size) of the tile's nt columns into panels [ceil(nt / nr)][p1 - p0][nr],
-/// columns past nt zero.
-void im2col_block(const WindowGeom& g, const float* xg, const std::vector<int64_t>& koffs,
-                  const Segments& seg, int64_t nt, int64_t p0, int64_t p1, int64_t nr,
-                  float* panels) {
+/// kernel_size) of the tile's nt columns into ceil(nt / nr) panels of rows [p1 - p0][nr],
+/// panel q at panels + q * pstride, columns past nt zero. Each row is built in a line
+/// buffer (zero and copied runs in whole chunks of 8, each overwriting the slack the one
+/// before left), then moved into the panels; x_end: the end of X (no chunk reads past it).
+void im2col_block(const WindowGeom& g, const float* xg, const float* x_end,
+                  const std::vector<int64_t>& koffs, const Segments& seg, int64_t nt, int64_t p0,
+                  int64_t p1, int64_t nr, int64_t pstride, float* panels) {
   const size_t nsp = g.nsp, last = nsp - 1, nseg = seg.jj0.size();
-  const int64_t kb = p1 - p0, npanels = (nt + nr - 1) / nr;
+  const int64_t npanels = (nt + nr - 1) / nr, width = npanels * nr;
   const int64_t in_last = g.in[last], s_last = g.strides[last], p_last = g.pad_begin[last];
+  thread_local std::vector<float> line_buf;
+  if (static_cast<int64_t>(line_buf.size()) < width + kRunChunk)
+    line_buf.resize(static_cast<size_t>(width + kRunChunk));
+  float* line = line_buf.data();
+  const bool whole_chunks = nr % kRunChunk == 0;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t c = p / g.kernel_size, k = p % g.kernel_size;
     const float* xc = xg + c * g.in_size;
-    float* prow = panels + (p - p0) * nr;  // row p of panel 0; panel q is q * kb * nr further
     const int64_t* ko = koffs.data() + k * static_cast<int64_t>(nsp);
     for (size_t si = 0; si < nseg; ++si) {
       // Leading axes: one input row for the whole segment (or padding).
       const int64_t row = flat_index(seg.base.data() + si * last, ko, g.in, last);
-      const int64_t jj0 = seg.jj0[si], len = seg.len[si];
-      const float* xr = row < 0 ? nullptr : xc + row * in_last;
-      int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
-      float* dst = prow + (jj0 / nr) * kb * nr;
-      int64_t r = jj0 % nr;
+      const int64_t len = seg.len[si];
+      float* d = line + seg.jj0[si];
+      if (row < 0) {
+        zero_run(d, len);
+        continue;
+      }
       // Zeros before and after the run of columns inside the row (i in [lo, hi): column
-      // ci + i * s_last inside it), a strided copy in between, each cut at the panel
-      // boundaries.
-      int64_t lo = len, hi = len;
-      if (xr) {
-        lo = ci >= 0 ? 0 : std::min(len, (-ci + s_last - 1) / s_last);
-        hi = ci + (len - 1) * s_last < in_last
-                 ? len
-                 : std::clamp((in_last - ci + s_last - 1) / s_last, lo, len);
+      // ci + i * s_last inside it), a strided copy in between.
+      const int64_t ci = seg.o_last[si] * s_last - p_last + ko[last];
+      const int64_t lo = ci >= 0 ? 0 : std::min(len, (-ci + s_last - 1) / s_last);
+      const int64_t hi = ci + (len - 1) * s_last < in_last
+                             ? len
+                             : std::clamp((in_last - ci + s_last - 1) / s_last, lo, len);
+      zero_run(d, lo);
+      const float* src = xc + row * in_last + ci + lo * s_last;
+      const int64_t n = hi - lo;
+      if (s_last == 1 && x_end - src >= chunks_of(n) * kRunChunk) {
+        for (int64_t q = 0, nq = chunks_of(n); q < nq; ++q)
+          copy_chunk(d + lo + q * kRunChunk, src + q * kRunChunk);
+      } else if (s_last == 2) {
+        for (int64_t i = 0; i < n; ++i) d[lo + i] = src[2 * i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) d[lo + i] = src[i * s_last];
       }
-      for (int64_t i = 0; i < len;) {
-        const int64_t end = std::min({i + nr - r, i < lo ? lo : (i < hi ? hi : len), len});
-        float* d = dst + r;
-        if (i >= lo && i < hi) {
-          const float* src = xr + ci + i * s_last;
-          const int64_t n = end - i;
-          if (s_last == 1)
-            std::copy(src, src + n, d);
-          else if (s_last == 2)
-            for (int64_t k = 0; k < n; ++k) d[k] = src[2 * k];
-          else
-            for (int64_t k = 0; k < n; ++k) d[k] = src[k * s_last];
-        } else {
-          std::fill(d, d + (end - i), 0.0f);
-        }
-        r += end - i;
-        i = end;
-        if (r == nr) {
-          r = 0;
-          dst += kb * nr;
-        }
-      }
+      zero_run(d + hi, len - hi);
     }
-    if (nt % nr != 0) {  // columns past nt in the last panel are zero
-      float* dst = prow + (npanels - 1) * kb * nr;
-      std::fill(dst + nt % nr, dst + nr, 0.0f);
+    std::fill(line + nt, line + width, 0.0f);  // columns past nt in the last panel
+    float* prow = panels + (p - p0) * nr;      // row p of panel 0
+    for (int64_t q = 0; q < npanels; ++q) {
+      float* dq = prow + q * pstride;
+      const float* lq = line + q * nr;
+      if (whole_chunks)
+        for (int64_t j = 0; j < nr; j += kRunChunk) copy_chunk(dq + j, lq + j);
+      else
+        std::copy(lq, lq + nr, dq);
     }
   }
 }
+
+/// Floats of conv_im2col_shared's panels at most (4 MiB: ResNet's last stages need 1-2.4).
+constexpr int64_t kSharedFloats = int64_t(1) << 20;
 
 bool is_pointwise(const WindowGeom& g) {
   for (size_t d = 0; d < g.nsp; ++d)
     if (g.kernel[d] != 1 || g.strides[d] != 1 || g.pad_begin[d] != 0 || g.in[d] != g.out[d])
       return false;
   return true;
+}
+
+/// im2col + GEMM for an output of too few tiles for the threads (deep layers on small
+/// images: ResNet's 14x14 and 7x7 stages): the im2col panels of every tile ([panel][K][nr])
+/// are built once into one buffer, split over (tile, depth block), then the GEMMs over the
+/// whole depth split over (tile, block of output-channel rows) read them. Splitting the
+/// rows in the one-pass loop instead had every row block build the tile's whole im2col
+/// again: ResNet-18 at 2 threads ran 4.7x the im2col instructions of 1 thread.
+void conv_im2col_shared(const ConvShape& s, const float* w, const float* packed, const ConvIO& io,
+                        ThreadPool* pool, int64_t nt, int64_t tiles,
+                        const std::vector<int64_t>& koffs) {
+  const WindowGeom& g = s.g;
+  const int64_t K = s.kdepth, OS = g.out_size;
+  const int64_t nr = simd::conv_gemm_nr(), mr = simd::conv_gemm_mr();
+  const int64_t kb = std::min(K, kDepthBlock), kblocks = (K + kb - 1) / kb;
+  const int64_t pstride = K * nr, unit_floats = (nt + nr - 1) / nr * pstride;
+  const int64_t units = s.batch * s.group * tiles;
+  const float* x_end = io.x + s.batch * s.channels * g.in_size;
+  const int64_t threads = pool->size(), strips = (s.mg + mr - 1) / mr;
+  thread_local std::vector<float> shared;
+  if (static_cast<int64_t>(shared.size()) < units * unit_floats)
+    shared.resize(static_cast<size_t>(units * unit_floats));
+  float* buf = shared.data();
+  // A copied element (strided, a load and a store) takes the time of some 16 multiply-adds
+  // of the GEMM.
+  const double copy_work = 16.0 * static_cast<double>(units * K * nt);
+  conv_parallel(pool, units * kblocks, copy_work, [&](int64_t t0, int64_t t1) {
+    Segments seg;
+    int64_t seg_unit = -1;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t blk = t % kblocks, u = t / kblocks;
+      const int64_t tile = u % tiles, ng = u / tiles, gi = ng % s.group, n = ng / s.group;
+      const int64_t j0 = tile * nt, cols = std::min(nt, OS - j0);
+      if (u != seg_unit) {
+        tile_segments(g, j0, cols, seg);
+        seg_unit = u;
+      }
+      const int64_t p0 = blk * kb, p1 = std::min(K, p0 + kb);
+      const float* xg = io.x + (n * s.channels + gi * s.cg) * g.in_size;
+      im2col_block(g, xg, x_end, koffs, seg, cols, p0, p1, nr, pstride,
+                   buf + u * unit_floats + p0 * nr);
+    }
+  });
+  const int64_t rsplit = std::min(strips, (4 * threads + units - 1) / units);
+  const int64_t rows_per = (strips + rsplit - 1) / rsplit * mr;
+  const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
+                      static_cast<double>(OS) * static_cast<double>(K);
+  conv_parallel(pool, units * rsplit, work, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t r = t % rsplit, u = t / rsplit;
+      const int64_t tile = u % tiles, ng = u / tiles, gi = ng % s.group, n = ng / s.group;
+      const int64_t m0 = r * rows_per, m1 = std::min(s.mg, m0 + rows_per);
+      if (m0 >= m1) continue;
+      const int64_t j0 = tile * nt, cols = std::min(nt, OS - j0);
+      ConvA a{w + gi * s.mg * K, K, nullptr, 0};
+      if (packed) {
+        a.packed = packed + gi * simd::conv_pack_a_size(s.mg, K);
+        a.strip = mr * K;
+      }
+      simd::Epilogue ep;
+      ep.bias = io.bias ? io.bias + gi * s.mg + m0 : nullptr;
+      ep.z = io.z ? io.z + (n * s.maps + gi * s.mg + m0) * OS + j0 : nullptr;
+      ep.ldz = OS;
+      ep.act = io.act;
+      const simd::BMatrix b{simd::BMatrix::Layout::kPanels, buf + u * unit_floats, pstride,
+                            nullptr};
+      gemm_a(K, a, 0, m0, m1, b, cols, io.y + (n * s.maps + gi * s.mg + m0) * OS + j0, OS, false,
+             &ep);
+    }
+  });
 }
 
 }  // namespace
@@ -170,14 +259,21 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, c
   const int64_t threads = pool ? pool->size() : 1;
   const int64_t strips = (s.mg + mr - 1) / mr;
   const int64_t units = s.batch * s.group * tiles;
+  const float* x_end = io.x + s.batch * s.channels * g.in_size;
+  std::vector<int64_t> koffs = kernel_offsets(g);
+  const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
+                      static_cast<double>(OS) * static_cast<double>(K);
+  const int64_t npan = (nt + nr - 1) / nr, unit_floats = npan * nr * K;
+  if (!pointwise && threads > 1 && units < 3 * threads && strips > 1 &&
+      units * unit_floats <= kSharedFloats && work >= double(1 << 20)) {
+    conv_im2col_shared(s, w, packed, io, pool, nt, tiles, koffs);
+    return;
+  }
   // Too few tiles for the threads: also split the rows (each part builds its own im2col).
   int64_t rsplit = 1;
   if (threads > 1 && units < 3 * threads)
     rsplit = std::min(strips, (3 * threads + units - 1) / units);
   const int64_t rows_per = (strips + rsplit - 1) / rsplit * mr;
-  std::vector<int64_t> koffs = kernel_offsets(g);
-  const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
-                      static_cast<double>(OS) * static_cast<double>(K);
   conv_parallel(pool, units * rsplit, work, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<float> panels;
     const int64_t need = pointwise ? K * nr : (nt + nr - 1) / nr * nr * kb;
@@ -214,7 +310,7 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, c
       tile_segments(g, j0, cols, seg);
       for (int64_t p0 = 0; p0 < K; p0 += kb) {
         const int64_t p1 = std::min(K, p0 + kb);
-        im2col_block(g, xg, koffs, seg, cols, p0, p1, nr, panels.data());
+        im2col_block(g, xg, x_end, koffs, seg, cols, p0, p1, nr, (p1 - p0) * nr, panels.data());
         const simd::BMatrix b{simd::BMatrix::Layout::kPanels, panels.data(), (p1 - p0) * nr,
                               nullptr};
         gemm_a(p1 - p0, a, p0, m0, m1, b, cols, yt, OS, p0 > 0, p1 == K ? &ep : nullptr);

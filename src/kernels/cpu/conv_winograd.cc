@@ -28,6 +28,7 @@ namespace onyx::kernels::cpu {
 namespace {
 constexpr int64_t kBlockFloats = 96 << 10;  // V and M of one tile block: 384 KiB, within L2
 constexpr int64_t kWino4MaxChannels = 16;   // F(4x4, 3x3) only up to this many input channels
+constexpr int64_t kSharedFloats = int64_t(1) << 20;  // V shared by the threads: 4 MiB at most
 }  // namespace
 
 int winograd_tile(int64_t cg) {
@@ -92,110 +93,152 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
   tb = std::min((T + blocks0 - 1) / blocks0 + nr - 1, T + nr - 1) / nr * nr;  // near-equal blocks
   const int64_t blocks = (T + tb - 1) / tb;
   const int64_t units = s.batch * s.group * blocks;
-  int64_t msplit = 1;
-  if (threads > 1 && units < 3 * threads)
-    msplit = std::min(strips, (3 * threads + units - 1) / units);
-  const int64_t rows_per = (strips + msplit - 1) / msplit * mr;
   const int64_t npan = tb / nr;
   const int64_t v_xi = npan * cg * nr;  // floats of V per transform position
+  const int64_t v_unit = kXi * v_xi;    // floats of V per unit (image, group, tile block)
   const int64_t m_ld = tb + L;          // M rows have room for a whole last vector
   const int64_t rowbuf_len = mt * tw_n + mt * L + 8;
   const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
                       static_cast<double>(T) * static_cast<double>(kXi * cg);
-  conv_parallel(pool, units * msplit, work, [&](int64_t t0, int64_t t1) {
-    thread_local std::vector<float> vbuf, mbuf, rowbuf;
-    if (static_cast<int64_t>(vbuf.size()) < kXi * v_xi)
-      vbuf.resize(static_cast<size_t>(kXi * v_xi));
-    if (static_cast<int64_t>(mbuf.size()) < kXi * rows_per * m_ld)
-      mbuf.resize(static_cast<size_t>(kXi * rows_per * m_ld));
+
+  // 1. Input transform of channels [c0, c1) of unit u into v (V of the unit).
+  auto transform = [&](int64_t u, int64_t c0, int64_t c1, float* v, std::vector<float>& rowbuf) {
     if (static_cast<int64_t>(rowbuf.size()) < alpha * rowbuf_len)
       rowbuf.resize(static_cast<size_t>(alpha * rowbuf_len));
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t part = t % msplit, u = t / msplit;
-      const int64_t blk = u % blocks, ng = u / blocks, gi = ng % s.group, n = ng / s.group;
-      const int64_t m0 = part * rows_per, m1 = std::min(mg, m0 + rows_per);
-      if (m0 >= m1) continue;
-      const int64_t tile0 = blk * tb, ntiles = std::min(tb, T - tile0);
-      const float* xg = io.x + (n * s.channels + gi * cg) * g.in_size;
-      // 1. Input transform, one run of tiles of a tile row at a time.
-      for (int64_t c = 0; c < cg; ++c) {
-        const float* xc = xg + c * g.in_size;
-        for (int64_t tt = tile0; tt < tile0 + ntiles;) {
-          const int64_t th = tt / tw_n, tw0 = tt % tw_n;
-          const int64_t run = std::min(tw_n - tw0, tile0 + ntiles - tt);
-          // alpha padded rows covering the run's patches: column mt * tw0 - pw onwards.
-          const float* rows[6];
-          const int64_t x0 = mt * tw0 - pw, span = mt * run + mt * L + 4;
-          for (int r = 0; r < alpha; ++r) {
-            float* dst = rowbuf.data() + r * rowbuf_len;
-            const int64_t iy = mt * th + r - ph;
-            if (iy < 0 || iy >= IH) {
-              std::fill(dst, dst + span, 0.0f);
-            } else {
-              const float* src = xc + iy * IW;
-              const int64_t lo = std::clamp(-x0, int64_t(0), span),
-                            hi = std::clamp(IW - x0, lo, span);
-              std::fill(dst, dst + lo, 0.0f);
-              std::copy(src + x0 + lo, src + x0 + hi, dst + lo);
-              std::fill(dst + hi, dst + span, 0.0f);
-            }
-            rows[r] = dst;
+    const int64_t blk = u % blocks, ng = u / blocks, gi = ng % s.group, n = ng / s.group;
+    const int64_t tile0 = blk * tb, ntiles = std::min(tb, T - tile0);
+    const float* xg = io.x + (n * s.channels + gi * cg) * g.in_size;
+    for (int64_t c = c0; c < c1; ++c) {
+      const float* xc = xg + c * g.in_size;
+      // One run of tiles of a tile row at a time.
+      for (int64_t tt = tile0; tt < tile0 + ntiles;) {
+        const int64_t th = tt / tw_n, tw0 = tt % tw_n;
+        const int64_t run = std::min(tw_n - tw0, tile0 + ntiles - tt);
+        // alpha padded rows covering the run's patches: column mt * tw0 - pw onwards.
+        const float* rows[6];
+        const int64_t x0 = mt * tw0 - pw, span = mt * run + mt * L + 4;
+        for (int r = 0; r < alpha; ++r) {
+          float* dst = rowbuf.data() + r * rowbuf_len;
+          const int64_t iy = mt * th + r - ph;
+          if (iy < 0 || iy >= IH) {
+            std::fill(dst, dst + span, 0.0f);
+          } else {
+            const float* src = xc + iy * IW;
+            const int64_t lo = std::clamp(-x0, int64_t(0), span),
+                          hi = std::clamp(IW - x0, lo, span);
+            std::fill(dst, dst + lo, 0.0f);
+            std::copy(src + x0 + lo, src + x0 + hi, dst + lo);
+            std::fill(dst + hi, dst + span, 0.0f);
           }
-          for (int64_t k = 0; k < run; k += L) {
-            const float* shifted[6];
-            for (int r = 0; r < alpha; ++r) shifted[r] = rows[r] + mt * k;
-            if (mt == 4)
-              simd::winograd_input(shifted, std::min(L, run - k), vbuf.data() + c * nr, v_xi,
-                                   cg * nr, tt - tile0 + k);
-            else
-              simd::winograd_input2(shifted, std::min(L, run - k), vbuf.data() + c * nr, v_xi,
-                                    cg * nr, tt - tile0 + k);
-          }
-          tt += run;
+          rows[r] = dst;
         }
+        for (int64_t k = 0; k < run; k += L) {
+          const float* shifted[6];
+          for (int r = 0; r < alpha; ++r) shifted[r] = rows[r] + mt * k;
+          if (mt == 4)
+            simd::winograd_input(shifted, std::min(L, run - k), v + c * nr, v_xi, cg * nr,
+                                 tt - tile0 + k);
+          else
+            simd::winograd_input2(shifted, std::min(L, run - k), v + c * nr, v_xi, cg * nr,
+                                  tt - tile0 + k);
+        }
+        tt += run;
       }
       // Columns past ntiles in the last panel must be finite zeros for the GEMM.
       if (ntiles % nr != 0)
-        for (int64_t xi = 0; xi < kXi; ++xi)
-          for (int64_t c = 0; c < cg; ++c) {
-            float* p = vbuf.data() + xi * v_xi + (ntiles / nr) * cg * nr + c * nr;
-            std::fill(p + ntiles % nr, p + nr, 0.0f);
-          }
-      // 2. The kXi GEMMs: M[xi][m][t] = U[xi][m][:] . V[xi][:][t], rows [m0, m1).
-      const float* wg = w.data.data() + gi * w.group_stride;
-      const int64_t m_xi = (m1 - m0) * m_ld;
-      for (int64_t xi = 0; xi < kXi; ++xi) {
-        const simd::BMatrix b{simd::BMatrix::Layout::kPanels, vbuf.data() + xi * v_xi, cg * nr,
-                              nullptr};
-        float* c0 = mbuf.data() + xi * m_xi;  // row m0 at the start of its block
-        const simd::PackedA a{wg + xi * w.xi_stride, mr * cg};
-        simd::conv_gemm(cg, a, m0, m1, b, ntiles, c0, m_ld, false, nullptr);
-      }
-      // 3. Output transform and epilogue.
-      for (int64_t m = m0; m < m1; ++m) {
-        const int64_t om = gi * mg + m;
-        const float bias = io.bias ? io.bias[om] : 0.0f;
-        float* ym = io.y + (n * s.maps + om) * OS;
-        const float* zm = io.z ? io.z + (n * s.maps + om) * OS : nullptr;
-        const float* mm = mbuf.data() + (m - m0) * m_ld;
-        for (int64_t tt = tile0; tt < tile0 + ntiles;) {
-          const int64_t th = tt / tw_n, tw0 = tt % tw_n;
-          const int64_t run = std::min(tw_n - tw0, tile0 + ntiles - tt);
-          const int64_t rows = std::min<int64_t>(mt, OH - mt * th);
-          for (int64_t k = 0; k < run; k += L) {
-            const int64_t nt = std::min(L, run - k), col = mt * (tw0 + k);
-            const int64_t cols = std::min(mt * nt, OW - col);
-            const int64_t at = (mt * th) * OW + col;
-            if (mt == 4)
-              simd::winograd_output(mm + (tt - tile0 + k), m_xi, nt, bias, zm ? zm + at : nullptr,
-                                    OW, io.act, ym + at, OW, rows, cols);
-            else
-              simd::winograd_output2(mm + (tt - tile0 + k), m_xi, bias, zm ? zm + at : nullptr, OW,
-                                     io.act, ym + at, OW, rows, cols);
-          }
-          tt += run;
+        for (int64_t xi = 0; xi < kXi; ++xi) {
+          float* p = v + xi * v_xi + (ntiles / nr) * cg * nr + c * nr;
+          std::fill(p + ntiles % nr, p + nr, 0.0f);
         }
+    }
+  };
+  // 2. The kXi GEMMs M[xi][m][t] = U[xi][m][:] . V[xi][:][t] for rows [m0, m1) of unit u,
+  // then 3. the output transform and epilogue.
+  auto multiply = [&](int64_t u, int64_t m0, int64_t m1, const float* v, std::vector<float>& mbuf) {
+    if (static_cast<int64_t>(mbuf.size()) < kXi * (m1 - m0) * m_ld)
+      mbuf.resize(static_cast<size_t>(kXi * (m1 - m0) * m_ld));
+    const int64_t blk = u % blocks, ng = u / blocks, gi = ng % s.group, n = ng / s.group;
+    const int64_t tile0 = blk * tb, ntiles = std::min(tb, T - tile0);
+    const float* wg = w.data.data() + gi * w.group_stride;
+    const int64_t m_xi = (m1 - m0) * m_ld;
+    for (int64_t xi = 0; xi < kXi; ++xi) {
+      const simd::BMatrix b{simd::BMatrix::Layout::kPanels, v + xi * v_xi, cg * nr, nullptr};
+      float* c0 = mbuf.data() + xi * m_xi;  // row m0 at the start of its block
+      const simd::PackedA a{wg + xi * w.xi_stride, mr * cg};
+      simd::conv_gemm(cg, a, m0, m1, b, ntiles, c0, m_ld, false, nullptr);
+    }
+    for (int64_t m = m0; m < m1; ++m) {
+      const int64_t om = gi * mg + m;
+      const float bias = io.bias ? io.bias[om] : 0.0f;
+      float* ym = io.y + (n * s.maps + om) * OS;
+      const float* zm = io.z ? io.z + (n * s.maps + om) * OS : nullptr;
+      const float* mm = mbuf.data() + (m - m0) * m_ld;
+      for (int64_t tt = tile0; tt < tile0 + ntiles;) {
+        const int64_t th = tt / tw_n, tw0 = tt % tw_n;
+        const int64_t run = std::min(tw_n - tw0, tile0 + ntiles - tt);
+        const int64_t rows = std::min<int64_t>(mt, OH - mt * th);
+        for (int64_t k = 0; k < run; k += L) {
+          const int64_t nt = std::min(L, run - k), col = mt * (tw0 + k);
+          const int64_t cols = std::min(mt * nt, OW - col);
+          const int64_t at = (mt * th) * OW + col;
+          if (mt == 4)
+            simd::winograd_output(mm + (tt - tile0 + k), m_xi, nt, bias, zm ? zm + at : nullptr,
+                                  OW, io.act, ym + at, OW, rows, cols);
+          else
+            simd::winograd_output2(mm + (tt - tile0 + k), m_xi, bias, zm ? zm + at : nullptr, OW,
+                                   io.act, ym + at, OW, rows, cols);
+        }
+        tt += run;
       }
+    }
+  };
+
+  if (threads > 1 && units < 3 * threads && strips > 1 && units * v_unit <= kSharedFloats &&
+      work >= double(1 << 20)) {
+    // Too few tile blocks for the threads (small images): V of every unit is made once,
+    // split over (unit, block of channels), then the GEMMs and output transforms split over
+    // (unit, block of output-channel rows) read it. Splitting the rows in the one-pass loop
+    // instead had every row block transform the unit's whole input again.
+    thread_local std::vector<float> shared;
+    if (static_cast<int64_t>(shared.size()) < units * v_unit)
+      shared.resize(static_cast<size_t>(units * v_unit));
+    float* vs = shared.data();
+    const int64_t cparts = std::min(cg, (4 * threads + units - 1) / units);
+    const int64_t c_per = (cg + cparts - 1) / cparts;
+    // An input element takes about kXi * 2 adds to transform, some 8 multiply-adds' time.
+    const double t_work = 8.0 * static_cast<double>(units * cg * tb * alpha * alpha);
+    conv_parallel(pool, units * cparts, t_work, [&](int64_t t0, int64_t t1) {
+      thread_local std::vector<float> rowbuf;
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t u = t / cparts, c0 = t % cparts * c_per, c1 = std::min(cg, c0 + c_per);
+        if (c0 < c1) transform(u, c0, c1, vs + u * v_unit, rowbuf);
+      }
+    });
+    const int64_t msplit = std::min(strips, (4 * threads + units - 1) / units);
+    const int64_t rows_per = (strips + msplit - 1) / msplit * mr;
+    conv_parallel(pool, units * msplit, work, [&](int64_t t0, int64_t t1) {
+      thread_local std::vector<float> mbuf;
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t u = t / msplit, m0 = t % msplit * rows_per, m1 = std::min(mg, m0 + rows_per);
+        if (m0 < m1) multiply(u, m0, m1, vs + u * v_unit, mbuf);
+      }
+    });
+    return;
+  }
+  // Otherwise a task is a unit, or when they are too few (and V too large to share) a
+  // block of rows of one, which transforms the unit's input itself.
+  int64_t msplit = 1;
+  if (threads > 1 && units < 3 * threads)
+    msplit = std::min(strips, (3 * threads + units - 1) / units);
+  const int64_t rows_per = (strips + msplit - 1) / msplit * mr;
+  conv_parallel(pool, units * msplit, work, [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<float> vbuf, mbuf, rowbuf;
+    if (static_cast<int64_t>(vbuf.size()) < v_unit) vbuf.resize(static_cast<size_t>(v_unit));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t u = t / msplit, m0 = t % msplit * rows_per, m1 = std::min(mg, m0 + rows_per);
+      if (m0 >= m1) continue;
+      transform(u, 0, cg, vbuf.data(), rowbuf);
+      multiply(u, m0, m1, vbuf.data(), mbuf);
     }
   });
 }
