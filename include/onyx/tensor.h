@@ -50,10 +50,19 @@ class Tensor {
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }
+  /// The elements as T. T may not be wider than one element (dtype_size): a kernel that
+  /// read a float16 input as double would run past the buffer, so that is an onyx::Error
+  /// (kRuntime) instead. Narrower views (bytes, uint16 of float16) are allowed.
   template <typename T>
-  T* data() { return static_cast<T*>(data_); }
+  T* data() {
+    if (sizeof(T) > elem_bytes_ && numel_ > 0) width_error(sizeof(T));
+    return static_cast<T*>(data_);
+  }
   template <typename T>
-  const T* data() const { return static_cast<const T*>(data_); }
+  const T* data() const {
+    if (sizeof(T) > elem_bytes_ && numel_ > 0) width_error(sizeof(T));
+    return static_cast<const T*>(data_);
+  }
 
   /// Same buffer, other dims (numel must match).
   Tensor reshaped(Dims dims) const;
@@ -68,7 +77,10 @@ class Tensor {
   long storage_users() const { return holder_.use_count(); }
 
  private:
+  [[noreturn]] void width_error(size_t width) const;
+
   DType dtype_ = DType::kUndefined;
+  uint8_t elem_bytes_ = 0;  ///< dtype_size(dtype_)
   Dims dims_;
   int64_t numel_ = 0;
   void* data_ = nullptr;

@@ -42,6 +42,7 @@ Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
   numel_ = dims_numel(dims_);
   size_t es = dtype_size(dtype);
   if (es == 0) fail_arg("cannot allocate a tensor of dtype {}", dtype_name(dtype));
+  elem_bytes_ = static_cast<uint8_t>(es);
   if (static_cast<uint64_t>(numel_) > kMaxBytes / es)
     fail_arg("tensor of shape {} and dtype {} is too large to allocate", dims_str(dims_),
              dtype_name(dtype));
@@ -67,9 +68,16 @@ Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
   data_ = p;
 }
 
+void Tensor::width_error(size_t width) const {
+  fail_runtime("a {} tensor of shape {} was read as {}-byte elements: its inputs' types do not "
+               "match what the op computes in (are all inputs bound to one type parameter of "
+               "the same type?)", dtype_name(dtype_), dims_str(dims_), width);
+}
+
 Tensor Tensor::view(DType dtype, Dims dims, void* data, std::shared_ptr<void> keepalive) {
   Tensor t;
   t.dtype_ = dtype;
+  t.elem_bytes_ = static_cast<uint8_t>(dtype_size(dtype));
   t.dims_ = std::move(dims);
   t.numel_ = dims_numel(t.dims_);
   t.data_ = data;

@@ -516,5 +516,30 @@ TEST_F(HostileFiles, OtherNonRegularFilesAreNamedForWhatTheyAre) {
                     "3 bytes", "over 2 bytes");
 }
 
+// ---- a kernel reading a tensor as a wider type than it holds ----
+
+TEST(Hostile, TensorReadAsWiderElementsIsAnError) {
+  // The class behind fuzz finding 14 (CausalConvWithState read a float16 weight as double,
+  // past the buffer's end): every typed access checks the element width.
+  Tensor half(DType::kFloat16, {4, 1, 4});
+  try {
+    (void)half.data<double>();
+    ADD_FAILURE() << "a float16 tensor was handed out as double";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRuntime);
+    EXPECT_TRUE(contains(e.what(), "float16")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "8-byte")) << e.what();
+  }
+  const Tensor& chalf = half;
+  EXPECT_THROW((void)chalf.data<float>(), Error);
+  EXPECT_NO_THROW((void)half.data<uint16_t>());  // same width: the bits
+  EXPECT_NO_THROW((void)half.data<uint8_t>());   // narrower: the bytes
+  Tensor empty(DType::kFloat16, {0});
+  EXPECT_NO_THROW((void)empty.data<double>());  // nothing to read
+  int64_t storage[2] = {0, 0};
+  Tensor v = Tensor::view(DType::kInt32, {2}, storage, std::shared_ptr<void>(storage, [](void*) {}));
+  EXPECT_THROW((void)v.data<int64_t>(), Error);
+}
+
 }  // namespace
 }  // namespace onyx::test

@@ -558,6 +558,10 @@ void causal_conv_typed(KernelContext& ctx) {
   if (w.rank() != 3 || w.dim(0) != channels || w.dim(1) != 1 || w.dim(2) < 1)
     ctx.fail("weight must be [{}, 1, k] with k >= 1, got {}", channels, dims_str(w.dims()));
   const int64_t k = w.dim(2), hist = k - 1;
+  for (size_t i = 1; i < 4; ++i)
+    if (ctx.has_input(i) && ctx.input(i).dtype() != x.dtype())
+      ctx.fail("input {} is {} but the input is {}: all must be the same type T", i,
+               dtype_name(ctx.input(i).dtype()), dtype_name(x.dtype()));
   const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   if (bias && bias->numel() != channels) ctx.fail("bias must have {} values, got {}", channels, dims_str(bias->dims()));
   const Tensor* past = ctx.has_input(3) ? &ctx.input(3) : nullptr;
