@@ -85,6 +85,29 @@ struct ConvA {
   int64_t strip = 0;
 };
 
+/// A for group `gi`: its rows of W [maps, K], and of W's packed strips when W was packed at
+/// planning (`packed` non-null).
+inline ConvA group_a(const ConvShape& s, const float* w, const float* packed, int64_t gi, int64_t K) {
+  ConvA a{w + gi * s.mg * K, K, nullptr, 0};
+  if (packed) {
+    a.packed = packed + gi * simd::conv_pack_a_size(s.mg, K);
+    a.strip = simd::conv_gemm_mr() * K;
+  }
+  return a;
+}
+
+/// The epilogue of output rows from m0 of group `gi` of image `n`, for a C written from
+/// column j0 of its OS-wide rows: bias from m0, the residual Z at the same place as C.
+inline simd::Epilogue rows_epilogue(const ConvIO& io, const ConvShape& s, int64_t n, int64_t gi, int64_t m0,
+                                    int64_t j0, int64_t OS) {
+  simd::Epilogue ep;
+  ep.bias = io.bias ? io.bias + gi * s.mg + m0 : nullptr;
+  ep.z = io.z ? io.z + (n * s.maps + gi * s.mg + m0) * OS + j0 : nullptr;
+  ep.ldz = OS;
+  ep.act = io.act;
+  return ep;
+}
+
 /// simd::conv_gemm over depths [p0, p0 + K) of A.
 void gemm_a(int64_t K, const ConvA& a, int64_t p0, int64_t m0, int64_t m1,
             const simd::BMatrix& b, int64_t N, float* c, int64_t ldc, bool accumulate,

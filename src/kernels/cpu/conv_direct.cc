@@ -112,19 +112,10 @@ void conv_direct(const ConvShape& s, const float* w, const float* packed, const 
           for (int64_t j = 0; j < kw; ++j, ++p)
             offs[static_cast<size_t>(p)] =
                 (c * rows + i * dh) * pad.rs + (j * dw % sw) * pad.pl + j * dw / sw;
-      ConvA a{w + gi * s.mg * K, K, nullptr, 0};
-      if (packed) {
-        a.packed = packed + gi * simd::conv_pack_a_size(s.mg, K);
-        a.strip = simd::conv_gemm_mr() * K;
-      }
+      const ConvA a = group_a(s, w, packed, gi, K);
       float* yg = io.y + (n * s.maps + gi * s.mg) * OS;
-      const float* zg = io.z ? io.z + (n * s.maps + gi * s.mg) * OS : nullptr;
       for (int64_t oy = oy0; oy < oy1; ++oy) {
-        simd::Epilogue ep;
-        ep.bias = io.bias ? io.bias + gi * s.mg + m0 : nullptr;
-        ep.z = zg ? zg + m0 * OS + oy * OW : nullptr;
-        ep.ldz = OS;
-        ep.act = io.act;
+        const simd::Epilogue ep = rows_epilogue(io, s, n, gi, m0, oy * OW, OS);
         const simd::BMatrix b{simd::BMatrix::Layout::kOffsets,
                               buf.data() + (oy - oy0) * sh * pad.rs, 0, offs.data()};
         gemm_a(K, a, 0, m0, m1, b, OW, yg + m0 * OS + oy * OW, OS, false, &ep);

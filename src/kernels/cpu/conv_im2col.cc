@@ -159,16 +159,8 @@ void conv_im2col_shared(const ConvShape& s, const float* w, const float* packed,
       const int64_t m0 = r * rows_per, m1 = std::min(s.mg, m0 + rows_per);
       if (m0 >= m1) continue;
       const int64_t j0 = tile * nt, cols = std::min(nt, OS - j0);
-      ConvA a{w + gi * s.mg * K, K, nullptr, 0};
-      if (packed) {
-        a.packed = packed + gi * simd::conv_pack_a_size(s.mg, K);
-        a.strip = mr * K;
-      }
-      simd::Epilogue ep;
-      ep.bias = io.bias ? io.bias + gi * s.mg + m0 : nullptr;
-      ep.z = io.z ? io.z + (n * s.maps + gi * s.mg + m0) * OS + j0 : nullptr;
-      ep.ldz = OS;
-      ep.act = io.act;
+      const ConvA a = group_a(s, w, packed, gi, K);
+      const simd::Epilogue ep = rows_epilogue(io, s, n, gi, m0, j0, OS);
       const simd::BMatrix b{simd::BMatrix::Layout::kPanels, buf + u * unit_floats, pstride,
                             nullptr};
       gemm_a(K, a, 0, m0, m1, b, cols, io.y + (n * s.maps + gi * s.mg + m0) * OS + j0, OS, false,
@@ -287,20 +279,11 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, c
       const int64_t j0 = tile * nt, cols = std::min(nt, OS - j0);
       const float* xg = io.x + (n * s.channels + gi * s.cg) * g.in_size;
       float* yg = io.y + (n * s.maps + gi * s.mg) * OS;
-      const float* wg = w + gi * s.mg * K;
-      ConvA a{wg, K, nullptr, 0};
-      if (packed) {
-        a.packed = packed + gi * simd::conv_pack_a_size(s.mg, K);
-        a.strip = mr * K;
-      }
-      simd::Epilogue ep;
-      ep.bias = io.bias ? io.bias + gi * s.mg + m0 : nullptr;
-      ep.z = io.z ? io.z + (n * s.maps + gi * s.mg + m0) * OS + j0 : nullptr;
+      const ConvA a = group_a(s, w, packed, gi, K);
+      const simd::Epilogue ep = rows_epilogue(io, s, n, gi, m0, j0, OS);
       float* yt = yg + m0 * OS + j0;  // row m0 of the tile
-      ep.ldz = OS;
-      ep.act = io.act;
       if (pointwise && cols == 1 && g.in_size == 1) {  // X is one vector per image
-        simd::conv_gemv(K, wg, K, m0, m1, xg, yt, OS, &ep);
+        simd::conv_gemv(K, a.w, K, m0, m1, xg, yt, OS, &ep);
         continue;
       }
       if (pointwise) {
