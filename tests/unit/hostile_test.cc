@@ -404,6 +404,29 @@ TEST(Hostile, RangeWhoseStepsPassInt64Midway) {
               });
 }
 
+TEST(Hostile, ScatterReductionsOnIntegersWrap) {
+  // Finding 15: reduction='add' / 'mul' computed int64 sums and products that overflow
+  // (UBSan); they wrap (two's complement) as Add and Mul do.
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> cases = {
+      {"add", {kMin, kMin + 2}},    // kMax + 1, 3 + kMax
+      {"mul", {0, kMax - 2}}};      // 2^62 * 4 = 2^64, 3 * kMax = 3 * 2^63 - 3
+  for (const auto& [reduction, want] : cases) {
+    const std::vector<int64_t> data = reduction == "add" ? std::vector<int64_t>{kMax, 3}
+                                                         : std::vector<int64_t>{k2p62, 3};
+    const std::vector<int64_t> updates = reduction == "add" ? std::vector<int64_t>{1, kMax}
+                                                            : std::vector<int64_t>{4, kMax};
+    expect_runs(one_node("ScatterND", "scatter", {}, {"data", "indices", "updates"},
+                         {AttrSpec::String("reduction", reduction)}, 16,
+                         {TensorSpec::int64s("data", {2}, data),
+                          TensorSpec::int64s("indices", {2, 1}, {0, 1}),
+                          TensorSpec::int64s("updates", {2}, updates)},
+                         kInt64),
+                {}, [want = want](const std::vector<Value>& out) {
+                  return values_of<int64_t>(out.at(0).tensor()) == want ? "" : "wrong values";
+                });
+  }
+}
+
 TEST(Hostile, EyeLikeWithAnOffsetNearInt64Limits) {
   for (int64_t k : {kMax, kMin}) {
     expect_runs(one_node("EyeLike", "eye", {tensor_info("x", kFloat, {2, 3})}, {"x"},

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/checked.h"
+#include "kernels/reference/arith.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/tensor_data.h"
 #include "kernels/registry.h"
@@ -183,8 +184,9 @@ void apply(T& dst, const T& v, Reduction r) {
     using A = acc_t<T>;
     A a = static_cast<A>(dst), b = static_cast<A>(v);
     switch (r) {
-      case Reduction::kAdd: dst = T(a + b); break;
-      case Reduction::kMul: dst = T(a * b); break;
+      // integers wrap (two's complement) rather than overflow, as in Add and Mul
+      case Reduction::kAdd: dst = T(wadd(a, b)); break;
+      case Reduction::kMul: dst = T(wmul(a, b)); break;
       case Reduction::kMax: dst = T(std::max(a, b)); break;
       default: dst = T(std::min(a, b)); break;
     }
