@@ -19,12 +19,6 @@ bool never_fold(const ir::Node& n) {
 
 namespace {
 
-bool has_subgraphs(const ir::Node& n) {
-  for (const auto& a : n.attrs)
-    if (a.g || !a.graphs.empty()) return true;
-  return false;
-}
-
 struct Scope {
   CompiledGraph* cg = nullptr;
   Scope* parent = nullptr;

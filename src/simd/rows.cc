@@ -213,11 +213,11 @@ void SoftmaxColumns(const float* x, float* y, int64_t n, int64_t stride, int64_t
     // y_k = exp(x_k - shift) (Softmax) and sum += it; LogSoftmax only sums.
     if (log)
       map_row(sum, sum, inner, [&](VF s, int64_t i, auto ld, auto) {
-        return hn::Add(s, ExpF(d, hn::Sub(ld(xk + i), ld(shift + i))));
+        return hn::Add(s, ex(hn::Sub(ld(xk + i), ld(shift + i))));
       });
     else
       map_row(xk, yk, inner,
-              [&](VF v, int64_t i, auto ld, auto) { return ExpF(d, hn::Sub(v, ld(shift + i))); });
+              [&](VF v, int64_t i, auto ld, auto) { return ex(hn::Sub(v, ld(shift + i))); });
     if (!log) RowAccumulate(sum, yk, inner, 0);
   }
   if (log) {
