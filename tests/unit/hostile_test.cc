@@ -427,6 +427,28 @@ TEST(Hostile, ScatterReductionsOnIntegersWrap) {
   }
 }
 
+TEST(Hostile, IntegerResultsOutOfRangeWrapOrSaturate) {
+  // Finding 16: ReduceL1 took |INT64_MIN| as a signed negation (UBSan); it wraps to
+  // itself, as numpy's abs and onyx's Abs do, so the sum with 1 is INT64_MIN + 1.
+  expect_runs(one_node("ReduceL1", "l1", {}, {"x"}, {AttrSpec::Int("keepdims", 0)}, 18,
+                       {TensorSpec::int64s("x", {2}, {kMin, 1})}, kInt64),
+              {}, [](const std::vector<Value>& out) {
+                return values_of<int64_t>(out.at(0).tensor()) == std::vector<int64_t>{kMin + 1}
+                           ? ""
+                           : "wrong values";
+              });
+  // Finding 17: Shrink computes x -+ bias in double; on an integer type the result can
+  // leave the type's range (uint64 max is 2^64 as a double; here a bias of 1e30), where
+  // the cast back was undefined. It saturates.
+  expect_runs(one_node("Shrink", "shrink", {}, {"x"}, {AttrSpec::Float("bias", 1e30f)}, 18,
+                       {TensorSpec::int64s("x", {3}, {5, -5, 0})}, kInt64),
+              {}, [](const std::vector<Value>& out) {
+                return values_of<int64_t>(out.at(0).tensor()) == std::vector<int64_t>{kMin, kMax, 0}
+                           ? ""
+                           : "wrong values";
+              });
+}
+
 TEST(Hostile, EyeLikeWithAnOffsetNearInt64Limits) {
   for (int64_t k : {kMax, kMin}) {
     expect_runs(one_node("EyeLike", "eye", {tensor_info("x", kFloat, {2, 3})}, {"x"},

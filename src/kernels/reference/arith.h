@@ -1,6 +1,8 @@
 // Element arithmetic shared by the matmul and reduce reference kernels.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "base/half.h"
@@ -21,11 +23,33 @@ A wadd(A a, A b) {
     return a + b;
 }
 template <typename A>
+A wsub(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  else
+    return a - b;
+}
+template <typename A>
 A wmul(A a, A b) {
   if constexpr (std::is_integral_v<A>)
     return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
   else
     return a * b;
+}
+
+/// A computed floating value stored into integer T without UB (a float-to-int cast out
+/// of range is undefined): NaN gives 0, values past T's range saturate. Other pairs of
+/// types convert as static_cast does.
+template <typename T, typename V>
+T saturate_cast(V v) {
+  if constexpr (std::is_integral_v<T> && std::is_floating_point_v<V>) {
+    if (std::isnan(v)) return T(0);
+    if (v <= static_cast<V>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    if (v >= static_cast<V>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return static_cast<T>(v);
+  } else {
+    return static_cast<T>(v);
+  }
 }
 
 }  // namespace onyx::kernels

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/reference/arith.h"
 #include "kernels/reference/dispatch.h"
 #include "kernels/reference/minifloat.h"
 #include "kernels/registry.h"
@@ -218,9 +219,11 @@ struct Shrink {
       : lambd(c.attr_f("lambd", 0.5f)), bias(c.attr_f("bias", 0.0f)) {}
   template <typename A>
   A operator()(A x) const {
+    // On integers the shifted value may leave the type's range (uint64 max - 0 is 2^64 as
+    // a double; a bias of 1e30 or NaN): it saturates instead of an undefined cast.
     const double v = static_cast<double>(x);
-    if (v < -lambd) return static_cast<A>(v + bias);
-    if (v > lambd) return static_cast<A>(v - bias);
+    if (v < -lambd) return saturate_cast<A>(v + bias);
+    if (v > lambd) return saturate_cast<A>(v - bias);
     return A(0);
   }
 };

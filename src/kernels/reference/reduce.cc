@@ -29,15 +29,10 @@ template <typename T, typename V>
 T to_t(V v) {
   if constexpr (is_half_v<T>) {
     return T(static_cast<float>(v));
-  } else if constexpr (std::is_integral_v<T> && std::is_floating_point_v<V>) {
+  } else {
     // An integer ReduceLogSum / L2 / LogSumExp can come out NaN or infinite (log 0), where
     // the cast is UB: NaN gives 0, the rest saturates.
-    if (std::isnan(v)) return T(0);
-    if (v <= static_cast<V>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-    if (v >= static_cast<V>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-    return static_cast<T>(v);
-  } else {
-    return static_cast<T>(v);
+    return saturate_cast<T>(v);
   }
 }
 
@@ -165,7 +160,8 @@ void reduce_accumulate(const Tensor& x, Tensor& y, const ReducePlan& p) {
     if constexpr (K == RK::kProd) {
       a = wmul(a, v);
     } else if constexpr (K == RK::kL1) {
-      if constexpr (std::is_signed_v<A> || std::is_floating_point_v<A>) v = v < 0 ? A(0) - v : v;
+      // |INT64_MIN| wraps to itself (as numpy's abs), not a signed overflow
+      if constexpr (std::is_signed_v<A> || std::is_floating_point_v<A>) v = v < 0 ? wsub(A(0), v) : v;
       a = wadd(a, v);
     } else if constexpr (K == RK::kL2 || K == RK::kSumSquare) {
       a = wadd(a, wmul(v, v));
