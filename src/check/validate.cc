@@ -622,6 +622,7 @@ class Checker {
       }
     }
 
+    bool redefines = false;
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       const std::string& o = n.outputs[i];
       if (o.empty()) continue;
@@ -636,10 +637,13 @@ class Checker {
         }
         t = merge_types(t, *d->second.first);
       }
-      if (!scope.vals.count(o)) scope.vals[o].type = std::move(t);
+      if (scope.vals.count(o)) redefines = true;  // an SSA violation, reported above
+      else scope.vals[o].type = std::move(t);
     }
 
-    if (ok) fold(n, scope, const_values, all_const);
+    // Folding runs the kernel on outputs shaped by this node's own inference (what the
+    // runtime allocates), never by a declaration or by another node of the same name.
+    if (ok && !redefines) fold(n, scope, const_values, all_const, out_types);
 
     for (ProviderReport& pr : report_.providers) {
       ++pr.nodes;
@@ -659,14 +663,15 @@ class Checker {
 
   /// Evaluates a node whose inputs are all known now (small tensors only), so that the
   /// shapes downstream (Reshape, Expand, ...) are exact.
-  void fold(const ir::Node& n, Scope& scope, const std::vector<const Value*>& in, bool all_const) {
+  void fold(const ir::Node& n, Scope& scope, const std::vector<const Value*>& in, bool all_const,
+            const std::vector<ir::TypeInfo>& out_types) {
     if (!all_const || never_fold(n) || has_subgraphs(n)) return;
     for (const Value* v : in)
       if (v && (!v->is_tensor() || v->tensor().numel() > opts_.fold_limit)) return;
     std::vector<Value> out(n.outputs.size());
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       if (n.outputs[i].empty()) continue;
-      const ir::TypeInfo& t = scope.vals[n.outputs[i]].type;
+      const ir::TypeInfo& t = out_types[i];
       if (!(t.kind == Kind::kTensor && t.has_shape && ir::shape_known(t.shape) &&
             t.elem != DType::kUndefined))
         return;
