@@ -172,12 +172,8 @@ struct Gelu {
 
 template <typename A>
 A wrap_neg(A x) {
-  if constexpr (std::is_integral_v<A>) {
-    using U = std::make_unsigned_t<A>;
-    return static_cast<A>(U(0) - static_cast<U>(x));  // no overflow on INT_MIN
-  } else {
-    return -x;
-  }
+  if constexpr (std::is_integral_v<A>) return wsub(A(0), x);  // no overflow on INT_MIN
+  else return -x;  // not 0 - x: -(+0) is -0
 }
 
 struct Neg {
