@@ -449,6 +449,40 @@ TEST(Hostile, IntegerResultsOutOfRangeWrapOrSaturate) {
               });
 }
 
+TEST(Hostile, ConvWithHugeStridesOrDilationsOnATinyImage) {
+  // Finding 19: a depthwise Conv (one input channel) of a 5 x 5 image with strides
+  // {10^9, 2} asked the depthwise kernel for 32 GB of phase planes (its scratch grows
+  // with the strides, not the tensors); a dilation of 10^9 over a padding of 10^9 does the
+  // same to its plane rows. x[r][c] = 5r + c, W all ones; expected sums by hand.
+  const int64_t g = 1000000000;
+  std::vector<float> xs(25);
+  for (int i = 0; i < 25; ++i) xs[static_cast<size_t>(i)] = float(i);
+  const Feeds x = {{"x", make_float({1, 1, 5, 5}, xs)}};
+  auto conv = [&](std::vector<AttrSpec> attrs) {
+    return one_node("Conv", "conv", {tensor_info("x", kFloat, {1, 1, 5, 5})}, {"x", "w"},
+                    std::move(attrs), 17, {floats_of("w", {1, 1, 3, 3})});
+  };
+  auto want = [](Dims dims, std::vector<float> v) {
+    return [dims, v](const std::vector<Value>& out) -> std::string {
+      const Tensor& y = out.at(0).tensor();
+      if (y.dims() != dims) return "shape " + dims_str(y.dims());
+      return values_of<float>(y) == v ? "" : "wrong values";
+    };
+  };
+  // One output row (rows 0-2), columns 2j - 1 .. 2j + 1 (pad 1 on each side): 15 + 3c
+  // summed over the columns inside.
+  expect_runs(conv({AttrSpec::String("auto_pad", "SAME_LOWER"), AttrSpec::Ints("kernel_shape", {3, 3}),
+                    AttrSpec::Ints("strides", {g, 2})}),
+              x, want({1, 1, 1, 3}, {33, 63, 51}));
+  // Only the middle tap of each row lands in the image: y[i][j] = sum_r x[i + r][j].
+  std::vector<float> dil;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j) dil.push_back(float(15 * i + 15 + 3 * j));
+  expect_runs(conv({AttrSpec::Ints("kernel_shape", {3, 3}), AttrSpec::Ints("dilations", {1, g}),
+                    AttrSpec::Ints("pads", {0, g, 0, g})}),
+              x, want({1, 1, 3, 5}, dil));
+}
+
 TEST(Hostile, EyeLikeWithAnOffsetNearInt64Limits) {
   for (int64_t k : {kMax, kMin}) {
     expect_runs(one_node("EyeLike", "eye", {tensor_info("x", kFloat, {2, 3})}, {"x"},

@@ -5,6 +5,7 @@
 #include "kernels/cpu/conv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <string>
@@ -253,10 +254,42 @@ bool ConvKernel::shape_of(KernelContext& ctx, ConvShape& s) const {
   return true;
 }
 
+namespace {
+
+// The depthwise and direct kernels copy the padded input rows of a block of output rows
+// into phase planes, so their scratch grows with the strides and dilations rather than
+// with the tensors: strides of 10^9 over a 5 x 5 image asked the depthwise kernel for
+// 32 GB (fuzz finding 19). Such shapes (few outputs far apart, or taps spread over a huge
+// padding) go to im2col, whose buffer is one output tile by the weights' taps. The
+// estimates are in double: the dims may be near 2^63.
+bool scratch_fits(const ConvShape& s, double floats) {
+  return floats <= std::max(double(1 << 22), 4.0 * double(s.cg) * double(s.g.in_size));
+}
+
+double depthwise_scratch(const WindowGeom& g) {
+  const double kh = double(g.kernel[0]), kw = double(g.kernel[1]), sh = double(g.strides[0]),
+               sw = double(g.strides[1]), dh = double(g.dilations[0]), dw = double(g.dilations[1]);
+  const double pl = double(g.out[1]) + std::floor((kw - 1) * dw / sw);  // depthwise.cc's pl
+  const double extra = std::floor((kh - 1) * dh / sh);
+  const double rows = std::min(double(g.out[0]), std::max(1.0, std::floor(4096.0 / pl)));
+  return sh * sw * (rows + extra) * pl;
+}
+
+double direct_scratch(const ConvShape& s) {
+  const WindowGeom& g = s.g;
+  const double nr = double(simd::conv_gemm_nr()), sw = double(g.strides[1]);
+  const double pl = std::ceil(double(g.out[1]) / nr) * nr +
+                    std::floor(double(g.kernel[1] - 1) * double(g.dilations[1]) / sw) + 1;
+  const double rows = double(g.kernel[0] - 1) * double(g.dilations[0]) + 1;  // one output row
+  return double(s.cg) * rows * pl * sw;
+}
+
+}  // namespace
+
 Algo ConvKernel::choose(const ConvShape& s, bool w_const) const {
-  if (s.g.nsp == 2 && s.cg == 1) return Algo::kDepthwise;
+  if (s.g.nsp == 2 && s.cg == 1 && scratch_fits(s, depthwise_scratch(s.g))) return Algo::kDepthwise;
   if (w_const && has_wino_ && winograd_suits(s)) return Algo::kWinograd;
-  if (direct_suits(s)) return Algo::kDirect;
+  if (direct_suits(s) && scratch_fits(s, direct_scratch(s))) return Algo::kDirect;
   return Algo::kIm2col;
 }
 
