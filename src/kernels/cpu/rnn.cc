@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,11 @@ struct WeightsView {
   const float* peep = nullptr;
 };
 
+// Larger hidden sizes (an attribute, or the last dim of an empty R) are left to the
+// reference: gates * H and 2 * gates * H must fit in int64 (fuzz finding 20: hidden_size
+// 2^62 overflowed 4 * H while planning).
+constexpr int64_t kMaxHidden = std::numeric_limits<int64_t>::max() / 16;
+
 class RecurrentKernel final : public Kernel {
  public:
   RecurrentKernel(Cell cell, const KernelInit& init, std::vector<RnnActivation> acts)
@@ -141,7 +147,7 @@ class RecurrentKernel final : public Kernel {
     const Tensor* W = init.is_constant(1) ? init.constants[1] : nullptr;
     const Tensor* R = init.is_constant(2) ? init.constants[2] : nullptr;
     const int64_t H = R && R->rank() == 3 ? R->dim(2) : hidden_attr_;
-    if (H <= 0 || (hidden_attr_ > 0 && H != hidden_attr_)) return;
+    if (H <= 0 || H > kMaxHidden || (hidden_attr_ > 0 && H != hidden_attr_)) return;
     const int64_t G = gates_ * H;
     if (W && W->dtype() == DType::kFloat && W->rank() == 3 && W->dim(0) == nd_ && W->dim(1) == G) {
       pack_w(*W, planned_);
@@ -246,8 +252,9 @@ class RecurrentKernel final : public Kernel {
     if (X.rank() != 3 || R.rank() != 3 || (layout_ != 0 && layout_ != 1)) return false;
     const int64_t S = layout_ == 0 ? X.dim(0) : X.dim(1);
     const int64_t B = layout_ == 0 ? X.dim(1) : X.dim(0);
-    const int64_t H = R.dim(2), G = gates_ * H;
-    if (H <= 0 || (hidden_attr_ >= 0 && H != hidden_attr_)) return false;
+    const int64_t H = R.dim(2);
+    if (H <= 0 || H > kMaxHidden || (hidden_attr_ >= 0 && H != hidden_attr_)) return false;
+    const int64_t G = gates_ * H;
     if (W.dims() != Dims{nd_, G, X.dim(2)} || R.dims() != Dims{nd_, G, H}) return false;
     if (!w_dims_.empty() && W.dims() != w_dims_) return false;
     if (!r_dims_.empty() && R.dims() != r_dims_) return false;
