@@ -1,14 +1,14 @@
 """Synthetic training crops of the digit reader v2: printed digit strings and drawn ones.
 
 Wider than v1's synth.py in every direction README.md's analysis found v1 to miss:
-- Printed (55%): 1 to 10 digits (a quarter with runs of repeats) in about 150 faces
+- Printed (50%): 1 to 10 digits (a quarter with runs of repeats) in about 150 faces
   from Debian's font packages, drawn by PIL one character at a time, grouped as sans,
   serif, monospace, condensed and handwriting-style (dkg, Breip, Rufscript, Humor Sans,
   SJ fonts, Kristi, BWHT) and sampled by group; bold by stroking, italic by shear.
   The ink fills 35-98% of the crop's height; each side's margin is tight, normal or
   loose on its own; spacing dense (touching), natural or sparse; the crop squeezed or
   stretched horizontally (0.65-1.4) to cover narrow and wide digits.
-- Drawn (45%): digits as a person draws them on a canvas (handwriting.py: random
+- Drawn (50%): digits as a person draws them on a canvas (handwriting.py: random
   allographs of each digit, a hand following them, pointer events, a canvas app's
   lines), cropped with the ink filling 30-99% of the height and margins of their own,
   three quarters on a plain white canvas.
@@ -32,7 +32,7 @@ import handwriting
 
 ALPHABET = "0123456789"
 MAX_LEN = 10
-DRAWN_SHARE = 0.45
+DRAWN_SHARE = 0.5
 
 # (glob, group or None to tell from the file name). Not here, being held out for
 # eval_printed.py: Open Sans, Go, Karla, Cabin, Linux Libertine and Biolinum, Charis
