@@ -29,7 +29,7 @@ for m in mobilenet_v2 resnet18 transformer; do
 done
 echo "tsan: onyx_stress under ThreadSanitizer"
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" "$build/onyx_stress" \
-  --model crnn-digits=models/crnn-digits/crnn-digits-v1-opset17.onnx \
+  --model crnn-digits=models/crnn-digits/v2/crnn-digits-v2-opset17.onnx \
   --model transformer="$models/transformer/model.onnx" \
   --model mobilenet_v2="$models/mobilenet_v2/model.onnx" \
   --model resnet18="$models/resnet18/model.onnx" \

@@ -5,12 +5,15 @@
 //
 // Query parameters (used by tests/web and bench/web): model=URL, sha256=HEX (override the
 // manifest), strict=1, threads=N, warm=N (warm runs), auto=0 (do not read a sample on load),
-// ort=1 (compare from the start), sample=K.
+// ort=1 (compare from the start), sample=K, reader=KEY (a model of the manifest: the
+// default crnn-digits/v2, or crnn-digits for v1; its reference crops are the samples).
 import * as onyx from '/dist/index.mjs';
 
 const q = new URLSearchParams(location.search);
 const $ = (id) => document.getElementById(id);
 const WARM_RUNS = Math.max(1, Number(q.get('warm') ?? 20));
+const READER = q.get('reader') ?? 'crnn-digits/v2';
+const SAMPLE_DIR = `/models/${READER}/reference/images`;
 $('n-warm').textContent = String(WARM_RUNS);
 
 const state = { session: null, meta: null, manifest: null, first: true, ort: null, ortSession: null, busy: false,
@@ -60,7 +63,8 @@ function showFacts(s, m) {
 
 async function loadSession() {
   const man = await (await fetch('/manifest.json')).json();
-  const entry = man.models['crnn-digits'];
+  const entry = man.models[READER];
+  if (!entry && !q.get('model')) throw new Error(`no model '${READER}' in the manifest (${Object.keys(man.models).join(', ')})`);
   state.meta = entry?.meta ?? null;
   state.modelUrl = q.get('model') ?? entry.url;
   state.expectedSha = q.get('sha256') ?? (q.get('model') ? null : entry.sha256);
@@ -248,7 +252,7 @@ const SAMPLES = ['0000', '0001', '0002', '0003', '0004', '0005'];
 for (const [i, k] of SAMPLES.entries()) {
   const b = document.createElement('button');
   const im = document.createElement('img');
-  im.src = `/models/crnn-digits/reference/images/${k}.png`;
+  im.src = `${SAMPLE_DIR}/${k}.png`;
   im.alt = `reference crop ${k}`;
   b.append(im);
   b.title = `reference crop ${k}`;
@@ -319,7 +323,7 @@ if (q.get('ort') === '1') { $('compare').checked = true; $('times').classList.ad
 // Cold start: read a reference crop as soon as the page loads.
 if (q.get('auto') !== '0') {
   const k = SAMPLES[Number(q.get('sample') ?? 0)] ?? SAMPLES[0];
-  fetch(`/models/crnn-digits/reference/images/${k}.png`).then((r) => r.blob()).then(decode)
+  fetch(`${SAMPLE_DIR}/${k}.png`).then((r) => r.blob()).then(decode)
     .then((img) => read(img, `sample ${k}`)).catch((e) => showError('Could not load the sample', e));
 } else {
   loadSession().catch((e) => showError('Could not load the model', e)).then(() => { document.body.dataset.state = document.body.dataset.state ?? 'ready'; });

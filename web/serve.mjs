@@ -25,24 +25,32 @@ const types = {
   '.txt': 'text/plain; charset=utf-8', '.tsv': 'text/plain; charset=utf-8',
 };
 
-/** Every models/<name>/ with a card: its .onnx, the card's SHA-256 and meta.json. */
+/** Every models/<name>/ and models/<name>/<version>/ with a card (key `name` or
+ * `name/version`): its folder, its .onnx, the card's SHA-256 and meta.json. */
 export function manifest() {
   const models = {};
   const dir = join(root, 'models');
-  for (const name of readdirSync(dir)) {
-    const card = join(dir, name, 'MODEL.md');
-    if (!existsSync(card)) continue;
+  const add = (key) => {
+    const card = join(dir, key, 'MODEL.md');
+    if (!existsSync(card)) return;
     const text = readFileSync(card, 'utf8');
     const file = /\| File \| `([^`]+)` \|/.exec(text)?.[1];
     const sha256 = /\| SHA-256 \| `([0-9a-f]{64})` \|/.exec(text)?.[1];
-    if (!file || !sha256) continue;
-    const metaPath = join(dir, name, 'meta.json');
-    models[name] = {
-      url: `/models/${name}/${file}`,
+    if (!file || !sha256) return;
+    const metaPath = join(dir, key, 'meta.json');
+    models[key] = {
+      dir: `/models/${key}/`,
+      url: `/models/${key}/${file}`,
       sha256,
-      card: `/models/${name}/MODEL.md`,
+      card: `/models/${key}/MODEL.md`,
       meta: existsSync(metaPath) ? JSON.parse(readFileSync(metaPath, 'utf8')) : null,
     };
+  };
+  for (const name of readdirSync(dir)) {
+    if (!statSync(join(dir, name)).isDirectory()) continue;
+    add(name);
+    for (const sub of readdirSync(join(dir, name)))
+      if (statSync(join(dir, name, sub)).isDirectory()) add(`${name}/${sub}`);
   }
   return { models };
 }

@@ -1,7 +1,7 @@
 // Playwright tests of onyx-web and the digit reader page in headless Chromium
 // (scripts/test_web.sh runs them). The references are not computed by onyx-web:
 //   - the strings and preprocessed tensors of `onyx ocr --json --save-inputs` (the native
-//     CLI) on the 200 reference crops of models/crnn-digits,
+//     CLI) on the 200 reference crops of models/crnn-digits/v2 (the page's default reader),
 //   - onnxruntime-web 1.30 running the same onnxruntime-web program on the encoder model,
 //   - fixed expectations (the digits drawn, the error messages of broken models).
 // Screenshots go to the output folder (default build/test-web).
@@ -20,8 +20,8 @@ const build = resolve(root, arg('--build', 'build'));
 const out = resolve(root, arg('--out', join(build, 'test-web')));
 const only = arg('--only', '')?.split(',').filter(Boolean) ?? [];
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const crnn = join(root, 'models/crnn-digits');
-const modelFile = join(crnn, 'crnn-digits-v1-opset17.onnx');
+const crnn = join(root, 'models/crnn-digits/v2');
+const modelFile = join(crnn, 'crnn-digits-v2-opset17.onnx');
 
 const failures = [];
 let passed = 0;
@@ -95,7 +95,7 @@ const tests = {
     for (const id of ['t-fetch', 't-compile', 't-session', 't-first', 't-cold', 't-warm'])
       check(/\d/.test(await page.textContent(`#${id}`)), `timing ${id} is shown`);
     const facts = await page.textContent('#facts');
-    check(facts.includes('crnn-digits v1') && facts.includes('ai.onnx 17') && facts.includes(readFileSync(join(crnn, 'MODEL.md'), 'utf8').match(/SHA-256 \| `([0-9a-f]+)`/)[1]),
+    check(facts.includes('crnn-digits v2') && facts.includes('ai.onnx 17') && facts.includes(readFileSync(join(crnn, 'MODEL.md'), 'utf8').match(/SHA-256 \| `([0-9a-f]+)`/)[1]),
           'card facts: name, opset, hash', facts.slice(0, 200));
     await page.screenshot({ path: join(out, 'desktop.png'), fullPage: true });
     // Compare with onnxruntime-web beside it.
@@ -128,7 +128,7 @@ const tests = {
     const got = await page.evaluate(async (names) => {
       const res = [];
       for (const n of names) {
-        const blob = await (await fetch(`/models/crnn-digits/reference/images/${n}`)).blob();
+        const blob = await (await fetch(`/models/crnn-digits/v2/reference/images/${n}`)).blob();
         await window.onyxPage.read(await window.onyxPage.decode(blob), n);
         const r = window.onyxPage.results.at(-1);
         const x = r.input;
