@@ -514,7 +514,9 @@ Action add_ocr(CLI::App& app) {
       "softmax (the labelling with the highest summed path probability among those kept).\n\n"
       "A model of fixed width gets narrower crops padded on the right with white; wider ones\n"
       "are refused. An image that cannot be read is reported and skipped; the exit status is\n"
-      "then 1.");
+      "then 1.\n\n"
+      "The bundled digit reader (models/crnn-digits; v2 is the default, v1 stays beside it):\n"
+      "  onyx ocr models/crnn-digits/v2/crnn-digits-v2-opset17.onnx crop.png");
   sub->add_option("model", a->model, "the .onnx file")->required();
   sub->add_option("images", a->images, "PNG files")->required();
   a->o_meta = sub->add_option("--meta", a->meta, "model meta JSON (default: meta.json next to the model, if any)");
