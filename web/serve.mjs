@@ -26,7 +26,7 @@ const types = {
 };
 
 /** Every models/<name>/ and models/<name>/<version>/ with a card (key `name` or
- * `name/version`): its folder, its .onnx, the card's SHA-256 and meta.json. */
+ * `name/version`): its .onnx, the card's SHA-256 and meta.json. */
 export function manifest() {
   const models = {};
   const dir = join(root, 'models');
@@ -39,7 +39,6 @@ export function manifest() {
     if (!file || !sha256) return;
     const metaPath = join(dir, key, 'meta.json');
     models[key] = {
-      dir: `/models/${key}/`,
       url: `/models/${key}/${file}`,
       sha256,
       card: `/models/${key}/MODEL.md`,
