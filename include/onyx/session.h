@@ -71,6 +71,14 @@ struct SessionOptions {
   int64_t max_loop_iterations = 1000000;
 };
 
+/// The wall time of one node in a run (RunOptions::profile).
+struct NodeTime {
+  std::string node;     ///< the node's name ("" when the model gave none)
+  std::string op_type;  ///< as planned: a fused node shows its ai.onyx type (FusedConv, ...)
+  int index = 0;        ///< the node's place in the planned order
+  double ms = 0;
+};
+
 /// Per-call options of Session::run.
 struct RunOptions {
   // Declared so RunOptions is not an aggregate: `run(feeds, {"name"})` then picks the
@@ -79,6 +87,11 @@ struct RunOptions {
   /// Set from any thread to stop the run: it stops before its next node (or the next
   /// iteration of a Loop/Scan body) and run() throws onyx::Error with code kCancelled.
   std::atomic<bool> terminate{false};
+  /// When set, run() appends the wall time of each main-graph node it executes, in the
+  /// order run (nodes folded at planning or whose result this input signature memoized
+  /// are not run and not listed; a Loop/If/Scan counts its subgraphs in its own time).
+  /// Timing costs a clock read per node, nothing when null.
+  std::vector<NodeTime>* profile = nullptr;
 };
 
 /// A loaded, checked and planned model.

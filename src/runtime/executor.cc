@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <chrono>
 #include <exception>
 #include <memory>
 
@@ -308,6 +309,7 @@ void run_frame(Frame& f, ThreadPool* pool) {
   std::vector<const Value*> in;
   std::vector<Value> out;
   StepTrace trace;
+  std::vector<NodeTime>* profile = main ? f.run->profile() : nullptr;
   for (const Step& step : g.steps) {
     if (step.folded) continue;
     f.run->check_terminate(*step.node);
@@ -321,7 +323,11 @@ void run_frame(Frame& f, ThreadPool* pool) {
       for (size_t i = 0; i < step.in.size(); ++i)
         if (step.in[i] >= 0) in[i] = &frame_value(f, step.in[i]);
       if (recorder) trace = StepTrace();
+      const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       run_step(g, step, in, out, &f, pool, *f.run, sm, recorder ? &trace : nullptr);
+      if (profile)
+        profile->push_back({step.node->name, step.node->op_type, step.index,
+                            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
       if (recorder) recorder->note(step, out, trace);
       for (size_t i = 0; i < step.out.size(); ++i)
         if (step.out[i] >= 0) f.values[static_cast<size_t>(step.out[i])] = std::move(out[i]);

@@ -28,6 +28,7 @@ RunContext::RunContext(const SessionOptions& limits, const RunOptions* options, 
                        Signature signature)
     : limits_(limits),
       terminate_(options ? &options->terminate : nullptr),
+      profile_(options ? options->profile : nullptr),
       budget_(std::make_shared<Budget>()),
       planner_(planner),
       signature_(std::move(signature)) {

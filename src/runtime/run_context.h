@@ -59,6 +59,9 @@ class RunContext {
   /// Throws Error(kLimit) when `iterations` passes max_loop_iterations.
   void check_iterations(const ir::Node& node, int64_t iterations) const;
 
+  /// Where the main graph's node times go (RunOptions::profile), or null.
+  std::vector<NodeTime>* profile() const { return profile_; }
+
   uint64_t live_bytes() const { return budget_->live.load(std::memory_order_relaxed); }
   uint64_t peak_bytes() const { return budget_->peak.load(std::memory_order_relaxed); }
   const SessionOptions& limits() const { return limits_; }
@@ -76,6 +79,7 @@ class RunContext {
 
   SessionOptions limits_;
   const std::atomic<bool>* terminate_ = nullptr;
+  std::vector<NodeTime>* profile_ = nullptr;
   std::shared_ptr<Budget> budget_;  ///< shared with the buffers, which may outlive the run
   MemoryPlanner* planner_ = nullptr;
   Signature signature_;

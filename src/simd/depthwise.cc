@@ -20,6 +20,16 @@
 
 #include "runtime/thread_pool.h"
 #include "simd/depthwise.h"
+
+namespace onyx::simd {
+/// The geometry of one channel-blocked call (see DwBlocked).
+struct DwBlockGeom {
+  int64_t C, ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
+  int64_t iwp;      ///< padded input columns a row needs: (ow - 1) sw + (kw - 1) dw + 1
+  int64_t cblocks;  ///< ceil(C / L)
+  int64_t rblocks, rows_per;
+};
+}  // namespace onyx::simd
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -257,6 +267,192 @@ void DwDeinterleave2(const float* src, int64_t n, float* even, float* odd) {
   }
 }
 
+
+// ---- channel-blocked depthwise: one vector = the same pixel of L channels ------------
+//
+// For small planes and strided or dilated windows the per-plane kernel above spends more
+// on per-row control and phase-plane copies than on its FMAs (MobileNet's 7x7 planes,
+// the stride-2 layers). Here a task takes L channels at once: their input rows are
+// transposed into [row][column][L] (zero-padded), every tap of every output is then one
+// contiguous vector load and one FMA with that tap's L weights, whatever the stride or
+// dilation, and each output row is transposed back into the L channel planes, where the
+// residual and the activation are applied before the only store.
+
+/// v[0, L) as the rows of an L x L matrix, transposed in place: lane j of the new v[i] is
+/// lane i of the old v[j]. 4 x 4 transposes inside each 128-bit block, then (8 and 16
+/// lanes) the blocks exchanged between vectors.
+template <class D>
+HWY_INLINE void TransposeSquare(D d, hn::Vec<D>* v) {
+  constexpr size_t kL = hn::MaxLanes(D());
+#if HWY_TARGET == HWY_SCALAR
+  (void)d;
+  (void)v;
+  static_assert(kL == 1, "one lane");
+#else
+  if constexpr (kL == 1) {
+    return;
+  } else if constexpr (kL == 4 || kL == 8 || kL == 16) {
+    using V = hn::Vec<D>;
+    V t[kL];
+    for (size_t g = 0; g < kL / 4; ++g) {
+      const V a = v[4 * g], b = v[4 * g + 1], c = v[4 * g + 2], e = v[4 * g + 3];
+      const V t0 = hn::InterleaveLower(d, a, c), t1 = hn::InterleaveUpper(d, a, c);
+      const V t2 = hn::InterleaveLower(d, b, e), t3 = hn::InterleaveUpper(d, b, e);
+      // Block k of t[4g + j]: lane j of block k of rows 4g .. 4g + 3.
+      t[4 * g] = hn::InterleaveLower(d, t0, t2);
+      t[4 * g + 1] = hn::InterleaveUpper(d, t0, t2);
+      t[4 * g + 2] = hn::InterleaveLower(d, t1, t3);
+      t[4 * g + 3] = hn::InterleaveUpper(d, t1, t3);
+    }
+    if constexpr (kL == 4) {
+      for (size_t i = 0; i < 4; ++i) v[i] = t[i];
+    } else if constexpr (kL == 8) {
+      // Output row 4k + j: block k of t[j], then block k of t[4 + j].
+      for (size_t j = 0; j < 4; ++j) {
+        v[j] = hn::ConcatLowerLower(d, t[4 + j], t[j]);
+        v[4 + j] = hn::ConcatUpperUpper(d, t[4 + j], t[j]);
+      }
+    } else {
+      // Output row 4k + j: block k of t[j], t[4 + j], t[8 + j], t[12 + j].
+      for (size_t j = 0; j < 4; ++j) {
+        const V A = t[j], B = t[4 + j], C = t[8 + j], E = t[12 + j];
+        const V P = hn::OddEvenBlocks(hn::SwapAdjacentBlocks(B), A);  // A0 B0 A2 B2
+        const V Q = hn::OddEvenBlocks(B, hn::SwapAdjacentBlocks(A));  // A1 B1 A3 B3
+        const V R = hn::OddEvenBlocks(hn::SwapAdjacentBlocks(E), C);  // C0 E0 C2 E2
+        const V S = hn::OddEvenBlocks(E, hn::SwapAdjacentBlocks(C));  // C1 E1 C3 E3
+        v[j] = hn::ConcatLowerLower(d, R, P);
+        v[4 + j] = hn::ConcatLowerLower(d, S, Q);
+        v[8 + j] = hn::ConcatUpperUpper(d, R, P);
+        v[12 + j] = hn::ConcatUpperUpper(d, S, Q);
+      }
+    }
+  } else {
+    HWY_ALIGN float m[kL * kL];
+    for (size_t i = 0; i < kL; ++i) hn::Store(v[i], d, m + i * kL);
+    HWY_ALIGN float r[kL * kL];
+    for (size_t i = 0; i < kL; ++i)
+      for (size_t j = 0; j < kL; ++j) r[i * kL + j] = m[j * kL + i];
+    for (size_t i = 0; i < kL; ++i) v[i] = hn::Load(d, r + i * kL);
+  }
+#endif
+}
+
+/// Tasks [t0, t1) of (image, channel block, block of output rows): wt [cblocks][taps][L]
+/// and bt [cblocks][L] the weights and biases by channel block (lanes past C zero); ibuf
+/// room for the task's transposed input rows, obuf for one output row ([ow rounded up to
+/// L][L]).
+void DwBlocked(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt, const float* bt,
+               int64_t t0, int64_t t1, float* ibuf, float* obuf) {
+  using D = hn::ScalableTag<float>;
+  using V = hn::Vec<D>;
+  const D d;
+  // Fixed-width targets only (x86, WebAssembly): the loops over the L vectors of a
+  // transpose have compile-time bounds, so they unroll and the vectors stay in registers.
+  static_assert(!HWY_HAVE_SCALABLE, "DwBlocked needs a fixed vector width");
+  constexpr int64_t L = static_cast<int64_t>(hn::MaxLanes(D()));
+  const int64_t taps = g.kh * g.kw, iwp = g.iwp, plane_in = g.ih * g.iw, plane_out = g.oh * g.ow;
+  const int64_t x_end = std::max<int64_t>(0, std::min(g.iw, iwp - g.pw));  // input columns used
+  V v[L];
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t rb = t % g.rblocks, nc_ = t / g.rblocks, cb = nc_ % g.cblocks, n = nc_ / g.cblocks;
+    const int64_t c0 = cb * L, nc = std::min(L, g.C - c0);
+    const int64_t oy0 = rb * g.rows_per, oy1 = std::min(g.oh, oy0 + g.rows_per);
+    const int64_t rows_in = (oy1 - 1 - oy0) * g.sh + (g.kh - 1) * g.dh + 1;
+    const int64_t iy0 = oy0 * g.sh - g.ph;
+    const float* xc = a.x + (n * g.C + c0) * plane_in;
+    // 1. The input rows, transposed: ibuf[ri][q][l] = x[c0 + l][iy0 + ri][q - pw].
+    for (int64_t ri = 0; ri < rows_in; ++ri) {
+      float* row = ibuf + ri * iwp * L;
+      const int64_t iy = iy0 + ri;
+      if (iy < 0 || iy >= g.ih) {
+        std::fill(row, row + iwp * L, 0.0f);
+        continue;
+      }
+      std::fill(row, row + std::min(g.pw, iwp) * L, 0.0f);
+      if (g.pw + x_end < iwp) std::fill(row + (g.pw + x_end) * L, row + iwp * L, 0.0f);
+      const float* xr = xc + iy * g.iw;
+      for (int64_t x0 = 0; x0 < x_end; x0 += L) {
+        const int64_t nx = std::min(L, x_end - x0);
+        if (nx == L && nc == L) {
+          for (int64_t c = 0; c < L; ++c) v[c] = hn::LoadU(d, xr + c * plane_in + x0);
+        } else {
+          const auto m = hn::FirstN(d, static_cast<size_t>(nx));
+          for (int64_t c = 0; c < L; ++c)
+            v[c] = c < nc ? TailLoad(m, d, xr + c * plane_in + x0) : hn::Zero(d);
+        }
+        TransposeSquare(d, v);
+        float* dst = row + (g.pw + x0) * L;
+        // (Compile-time bounds with a test, not `j < nx`: a runtime trip count has GCC
+        // spill the vectors and memcpy them.)
+        for (int64_t j = 0; j < L; ++j)
+          if (j < nx) hn::StoreU(v[j], d, dst + j * L);
+      }
+    }
+    // 2. Each output row: the taps summed per pixel (four pixels at a time), then
+    // transposed back into the channel planes with the residual and the activation.
+    const float* w = wt + cb * taps * L;
+    const V vb = hn::LoadU(d, bt + cb * L);
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+      const float* base = ibuf + (oy - oy0) * g.sh * iwp * L;
+      const int64_t sx = g.sw * L;
+      int64_t ox = 0;
+      for (; ox + 4 <= g.ow; ox += 4) {
+        V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          const float* r = base + ky * g.dh * iwp * L + ox * sx;
+          const float* wk = w + ky * g.kw * L;
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            const V wv = hn::LoadU(d, wk + kx * L);
+            const float* p = r + kx * g.dw * L;
+            a0 = hn::MulAdd(wv, hn::LoadU(d, p), a0);
+            a1 = hn::MulAdd(wv, hn::LoadU(d, p + sx), a1);
+            a2 = hn::MulAdd(wv, hn::LoadU(d, p + 2 * sx), a2);
+            a3 = hn::MulAdd(wv, hn::LoadU(d, p + 3 * sx), a3);
+          }
+        }
+        hn::StoreU(a0, d, obuf + ox * L);
+        hn::StoreU(a1, d, obuf + (ox + 1) * L);
+        hn::StoreU(a2, d, obuf + (ox + 2) * L);
+        hn::StoreU(a3, d, obuf + (ox + 3) * L);
+      }
+      for (; ox < g.ow; ++ox) {
+        V a0 = vb, a1 = hn::Zero(d);
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          const float* r = base + ky * g.dh * iwp * L + ox * sx;
+          const float* wk = w + ky * g.kw * L;
+          int64_t kx = 0;
+          for (; kx + 2 <= g.kw; kx += 2) {
+            a0 = hn::MulAdd(hn::LoadU(d, wk + kx * L), hn::LoadU(d, r + kx * g.dw * L), a0);
+            a1 = hn::MulAdd(hn::LoadU(d, wk + (kx + 1) * L), hn::LoadU(d, r + (kx + 1) * g.dw * L), a1);
+          }
+          if (kx < g.kw) a0 = hn::MulAdd(hn::LoadU(d, wk + kx * L), hn::LoadU(d, r + kx * g.dw * L), a0);
+        }
+        hn::StoreU(hn::Add(a0, a1), d, obuf + ox * L);
+      }
+      const int64_t yo = (n * g.C + c0) * plane_out + oy * g.ow;
+      for (int64_t x0 = 0; x0 < g.ow; x0 += L) {
+        const int64_t nx = std::min(L, g.ow - x0);
+        for (int64_t j = 0; j < L; ++j) v[j] = hn::LoadU(d, obuf + (x0 + j) * L);
+        TransposeSquare(d, v);
+        const auto m = hn::FirstN(d, static_cast<size_t>(nx));
+        for (int64_t c = 0; c < L; ++c) {
+          if (c >= nc) break;
+          float* yp = a.y + yo + c * plane_out + x0;
+          const float* zp = a.ep.z ? a.ep.z + yo + c * plane_out + x0 : nullptr;
+          V o = v[c];
+          if (nx == L) {
+            if (zp) o = hn::Add(o, hn::LoadU(d, zp));
+            hn::StoreU(ApplyAct(d, o, a.ep.act), d, yp);
+          } else {
+            if (zp) o = hn::Add(o, TailLoad(m, d, zp));
+            TailStore(ApplyAct(d, o, a.ep.act), m, d, yp);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace onyx::simd
 HWY_AFTER_NAMESPACE();
@@ -271,6 +467,67 @@ HWY_EXPORT(DwFinishRow);
 HWY_EXPORT(DwCompact);
 HWY_EXPORT(DwDeinterleave2);
 HWY_EXPORT(DwCopy);
+HWY_EXPORT(DwBlocked);
+
+/// Whether the channel-blocked kernel (DwBlocked) takes this convolution: one output channel
+/// per input channel, at least a vector of channels, and planes or windows where the
+/// per-plane kernel's row overheads and phase-plane copies cost more than the transposes:
+/// rows under four vectors, or strides or dilations past 1.
+bool blocked_suits(const DepthwiseArgs& a, int64_t L) {
+  if (a.mult != 1 || a.kernel == DwKernel::kPlanes) return false;
+  if (a.kernel == DwKernel::kBlocked) return true;
+  if (a.channels < L) return false;
+  return a.ow < 4 * L || a.sh > 1 || a.sw > 1 || a.dh > 1 || a.dw > 1;
+}
+
+void depthwise_blocked(const DepthwiseArgs& a, int64_t L, ThreadPool* pool) {
+  DwBlockGeom g{a.channels, a.ih, a.iw, a.oh, a.ow, a.kh, a.kw, a.sh, a.sw, a.dh, a.dw, a.ph, a.pw,
+                0, 0, 0, 0};
+  g.iwp = (a.ow - 1) * a.sw + (a.kw - 1) * a.dw + 1;
+  g.cblocks = (a.channels + L - 1) / L;
+  const int64_t taps = a.kh * a.kw;
+  // Output rows per task: the transposed input rows within 64 KiB (L1/L2), at least one.
+  constexpr int64_t kInFloats = 16 << 10;
+  const int64_t fit_rows = kInFloats / std::max<int64_t>(1, g.iwp * L);
+  g.rows_per = std::clamp((fit_rows - (a.kh - 1) * a.dh - 1) / a.sh + 1, int64_t(1), a.oh);
+  g.rblocks = (a.oh + g.rows_per - 1) / g.rows_per;
+  const int64_t threads = pool ? pool->size() : 1;
+  const double work = static_cast<double>(a.batch * a.channels) * static_cast<double>(a.oh * a.ow) *
+                      static_cast<double>(taps);
+  const bool parallel = threads > 1 && work >= double(1 << 19);
+  if (parallel && a.batch * g.cblocks * g.rblocks < 4 * threads) {
+    g.rblocks = std::min(a.oh, (4 * threads + a.batch * g.cblocks - 1) / (a.batch * g.cblocks));
+    g.rows_per = (a.oh + g.rblocks - 1) / g.rblocks;
+    g.rblocks = (a.oh + g.rows_per - 1) / g.rows_per;
+  }
+  // Weights and biases by channel block, lanes past the last channel zero.
+  thread_local std::vector<float> wt, bt;
+  wt.assign(static_cast<size_t>(g.cblocks * taps * L), 0.0f);
+  bt.assign(static_cast<size_t>(g.cblocks * L), 0.0f);
+  for (int64_t c = 0; c < a.channels; ++c) {
+    const int64_t cb = c / L, l = c % L;
+    for (int64_t t = 0; t < taps; ++t)
+      wt[static_cast<size_t>((cb * taps + t) * L + l)] = a.w[c * taps + t];
+    if (a.ep.bias) bt[static_cast<size_t>(cb * L + l)] = a.ep.bias[c];
+  }
+  const int64_t rows_in = (g.rows_per - 1) * a.sh + (a.kh - 1) * a.dh + 1;
+  const size_t ibuf_floats = static_cast<size_t>(rows_in * g.iwp * L);
+  const size_t obuf_floats = static_cast<size_t>((a.ow + L - 1) / L * L * L);
+  const auto fn = HWY_DYNAMIC_DISPATCH(DwBlocked);
+  const float* wp = wt.data();
+  const float* bp = bt.data();
+  auto run = [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<float> ibuf, obuf;
+    if (ibuf.size() < ibuf_floats) ibuf.resize(ibuf_floats);
+    if (obuf.size() < obuf_floats) obuf.assign(obuf_floats, 0.0f);
+    fn(a, g, wp, bp, t0, t1, ibuf.data(), obuf.data());
+  };
+  const int64_t tasks = a.batch * g.cblocks * g.rblocks;
+  if (parallel && tasks > 1)
+    pool->parallel_for(tasks, run);
+  else
+    run(0, tasks);
+}
 
 void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
   const int64_t L = HWY_DYNAMIC_DISPATCH(DwLanes)();
@@ -283,6 +540,10 @@ void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
   const int64_t ih = a.ih, iw = a.iw, oh = a.oh, ow = a.ow, kh = a.kh, kw = a.kw;
   const int64_t sh = a.sh, sw = a.sw, dh = a.dh, dw = a.dw, ph = a.ph, pw = a.pw;
   if (a.batch * a.channels * a.mult * oh * ow == 0) return;
+  if (blocked_suits(a, L)) {
+    depthwise_blocked(a, L, pool);
+    return;
+  }
   // A task's input rows are split into sh x sw phase planes: plane (fr, fc), row ri, column
   // q holds padded input row (oy0 + ri) * sh + fr, column q * sw + fc. Tap (i, j) of output
   // (oy, ox) then reads plane ((i dh) % sh, (j dw) % sw) at row oy - oy0 + (i dh) / sh,

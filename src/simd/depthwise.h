@@ -8,6 +8,13 @@
 // 7x7 and 14x14 images of MobileNet's last stages), and finished (bias, residual,
 // activation) before their only store. Threads over (image, channel, block of output rows)
 // through the session's ThreadPool.
+//
+// Small planes (rows under four vectors) and strided or dilated windows go to a
+// channel-blocked kernel instead: a vector holds one pixel of L channels (L the vector's
+// floats), the input rows of L channels are transposed (in registers, L x L at a time)
+// into [row][column][L], every tap of an output is then one vector FMA whatever the
+// stride, and the output rows are transposed back to the channel planes with the
+// epilogue. Threads over (image, block of L channels, block of output rows).
 #pragma once
 #include <cstdint>
 
@@ -23,6 +30,11 @@ namespace onyx::simd {
 /// oh, ow]: y[n, c * mult + k] = act(conv(x[n, c], w[c * mult + k]) + bias + z). pads ph/pw
 /// at the top/left (the bottom/right ones follow from oh/ow). ep.bias is indexed by output
 /// channel, ep.z has y's layout (ep.ldz is not used).
+/// Which kernel runs it: kAuto picks by shape; kPlanes is the per-plane kernel (every
+/// shape); kBlocked the channel-blocked one (L channels per vector; mult == 1 only, else
+/// kPlanes runs). Tests name one to check both on every shape.
+enum class DwKernel { kAuto, kPlanes, kBlocked };
+
 struct DepthwiseArgs {
   int64_t batch = 1, channels = 1, mult = 1;
   const float* x = nullptr;
@@ -32,6 +44,7 @@ struct DepthwiseArgs {
   float* y = nullptr;
   int64_t oh = 0, ow = 0;
   Epilogue ep;
+  DwKernel kernel = DwKernel::kAuto;
 };
 
 /// Runs the convolution (pool may be null).

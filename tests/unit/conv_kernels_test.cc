@@ -460,6 +460,14 @@ std::vector<ConvCase> chosen_cases() {
   add(2, 9, 9, 9, {23, 9}, {3, 3}, {1, 1}, {1, 1, 1, 1});           // depthwise, rows of 9
   add(1, 7, 7, 7, {11, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});           // depthwise 1x1, rows of 1
   add(1, 3, 3, 3, {90, 70}, {3, 3}, {1, 1}, {1, 1, 1, 1});          // depthwise, 2 row blocks
+  // The channel-blocked depthwise kernel (a vector of channels per pixel): partial channel
+  // blocks, small planes, strides, dilations, several row blocks, batch 2.
+  add(1, 40, 40, 40, {7, 7}, {3, 3}, {1, 1}, {1, 1, 1, 1});         // 7x7 plane, 2.5 blocks
+  add(1, 96, 96, 96, {14, 15}, {5, 5}, {2, 2}, {2, 2, 2, 2});       // 5x5 stride 2
+  add(2, 20, 20, 20, {9, 11}, {3, 3}, {1, 1}, {2, 1, 0, 2}, {2, 2});  // dilated, odd pads
+  add(1, 33, 33, 33, {56, 57}, {3, 3}, {2, 2}, {1, 1, 1, 1});       // wide rows, stride 2
+  add(1, 17, 17, 17, {200, 30}, {3, 3}, {2, 2}, {1, 1, 1, 1});      // many row blocks
+  add(1, 64, 64, 64, {5, 4}, {3, 3}, {2, 3}, {0, 1, 1, 0});         // mixed strides, tiny
   add(1, 2, 4, 2, {1500, 13}, {3, 3}, {1, 1}, {1, 1, 1, 1});        // narrow rows, 6 row blocks
   add(1, 2, 2, 2, {1999, 15}, {5, 5}, {2, 2}, {2, 2, 2, 2});        // narrow, s2, 2 blocks
   add(1, 2, 2, 2, {40, 35}, {3, 3}, {2, 1}, {0, 1, 2, 0});          // mixed strides, odd pads

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "base/error.h"
 #include "format/loader.h"
@@ -36,6 +37,7 @@ struct BenchArgs {
   GraphOptimization optimize = GraphOptimization::kAll;
   std::string save_inputs;
   bool json = false;
+  bool profile = false;
 };
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
@@ -73,6 +75,87 @@ std::string ms_str(double ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, ms < 1 ? "%.3f ms" : ms < 100 ? "%.2f ms" : "%.1f ms", ms);
   return buf;
+}
+
+/// Per-node times of `runs` profiled runs (RunOptions::profile): each node's median, the
+/// nodes grouped by op type, and the sum of the medians beside the runs' median.
+struct Profile {
+  struct Node {
+    std::string name, op_type;
+    int index = 0;
+    double ms = 0;
+  };
+  struct Op {
+    std::string op_type;
+    int nodes = 0;
+    double ms = 0;
+  };
+  int runs = 0;
+  double run_median_ms = 0, nodes_ms = 0;
+  std::vector<Node> nodes;  ///< slowest first
+  std::vector<Op> ops;      ///< slowest first
+};
+
+Profile profile_runs(Session& session, const std::vector<std::pair<std::string, Value>>& feeds, int runs) {
+  std::map<int, Profile::Node> by_index;
+  std::map<int, std::vector<double>> times;
+  std::vector<double> run_ms;
+  for (int r = 0; r < runs; ++r) {
+    std::vector<NodeTime> prof;
+    RunOptions ro;
+    ro.profile = &prof;
+    auto t = Clock::now();
+    session.run(feeds, ro);
+    run_ms.push_back(ms_since(t));
+    for (const NodeTime& n : prof) {
+      by_index.try_emplace(n.index, Profile::Node{n.node, n.op_type, n.index, 0});
+      times[n.index].push_back(n.ms);
+    }
+  }
+  Profile p;
+  p.runs = runs;
+  p.run_median_ms = summarize(run_ms).median;
+  std::map<std::string, Profile::Op> ops;
+  for (auto& [index, node] : by_index) {
+    std::vector<double>& v = times[index];
+    v.resize(static_cast<size_t>(runs), 0.0);  // a run that did not run the node: 0
+    node.ms = summarize(v).median;
+    p.nodes_ms += node.ms;
+    Profile::Op& op = ops[node.op_type];
+    op.op_type = node.op_type;
+    ++op.nodes;
+    op.ms += node.ms;
+    p.nodes.push_back(node);
+  }
+  for (auto& [name, op] : ops) p.ops.push_back(op);
+  std::stable_sort(p.nodes.begin(), p.nodes.end(), [](const auto& x, const auto& y) { return x.ms > y.ms; });
+  std::stable_sort(p.ops.begin(), p.ops.end(), [](const auto& x, const auto& y) { return x.ms > y.ms; });
+  return p;
+}
+
+void print_profile(const Profile& p) {
+  auto pct = [&](double ms) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%5.1f%%", p.nodes_ms > 0 ? 100.0 * ms / p.nodes_ms : 0.0);
+    return std::string(buf);
+  };
+  std::cout << "profile     " << p.runs << " runs: median " << ms_str(p.run_median_ms) << ", of which nodes "
+            << ms_str(p.nodes_ms) << " (sum of each node's median)\n";
+  std::cout << "  by op type              nodes         ms   share\n";
+  for (const auto& op : p.ops) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-24s %5d %10.3f  %s\n", op.op_type.c_str(), op.nodes, op.ms, pct(op.ms).c_str());
+    std::cout << line;
+  }
+  const size_t top = std::min<size_t>(p.nodes.size(), 15);
+  std::cout << "  slowest nodes (" << top << " of " << p.nodes.size() << ")\n";
+  for (size_t i = 0; i < top; ++i) {
+    const auto& n = p.nodes[i];
+    char line[256];
+    std::snprintf(line, sizeof line, "  #%-4d %-18s %10.3f  %s  %s\n", n.index, n.op_type.c_str(), n.ms, pct(n.ms).c_str(),
+                  n.name.empty() ? "(no name)" : n.name.c_str());
+    std::cout << line;
+  }
 }
 
 int run_bench(const BenchArgs& a) {
@@ -146,6 +229,8 @@ int run_bench(const BenchArgs& a) {
   Stats s = summarize(times);
 
   double load_ms = open_ms + session_ms;
+  Profile prof;
+  if (a.profile) prof = profile_runs(*session, feeds.values, std::max(a.runs, 10));
   if (a.json) {
     nlohmann::json j;
     j["tool"] = "onyx";
@@ -160,6 +245,15 @@ int run_bench(const BenchArgs& a) {
     j["warm"] = {{"warmup", a.warmup},    {"runs", times.size()}, {"seconds", warm_s},
                  {"mean_ms", s.mean},     {"median_ms", s.median}, {"p90_ms", s.p90},
                  {"min_ms", s.min},       {"max_ms", s.max},       {"stddev_ms", s.stddev}};
+    if (a.profile) {
+      nlohmann::json pj{{"runs", prof.runs}, {"run_median_ms", prof.run_median_ms}, {"nodes_ms", prof.nodes_ms}};
+      pj["by_op"] = nlohmann::json::array();
+      for (const auto& op : prof.ops) pj["by_op"].push_back({{"op_type", op.op_type}, {"nodes", op.nodes}, {"ms", op.ms}});
+      pj["nodes"] = nlohmann::json::array();
+      for (const auto& n : prof.nodes)
+        pj["nodes"].push_back({{"index", n.index}, {"name", n.name}, {"op_type", n.op_type}, {"median_ms", n.ms}});
+      j["profile"] = pj;
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -175,6 +269,7 @@ int run_bench(const BenchArgs& a) {
   std::cout << "warm        " << times.size() << " runs after " << a.warmup << " warmup (" << secs << ")\n";
   std::cout << "            median " << ms_str(s.median) << "  mean " << ms_str(s.mean) << "  p90 " << ms_str(s.p90)
             << "  min " << ms_str(s.min) << "  stddev " << ms_str(s.stddev) << "\n";
+  if (a.profile) print_profile(prof);
   return 0;
 }
 
@@ -202,6 +297,9 @@ Action add_bench(CLI::App& app) {
   add_session_flags(sub, args->session);
   sub->add_option("--save-inputs", args->save_inputs, "write the inputs used as DIR/<input name>.npy (for another runtime)");
   sub->add_flag("--json", args->json, "print the measurements as JSON");
+  sub->add_flag("--profile", args->profile,
+                "after the warm runs, time every node over max(--runs, 10) more runs and print each\n"
+                "node's median, grouped by op type (slowest first) and the slowest nodes");
   sub->add_option("--optimize", args->optimize, "graph optimization: none, basic or all (default all)")
       ->transform(CLI::CheckedTransformer(optimize_levels()));
   return [args] { return run_bench(*args); };
