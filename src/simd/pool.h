@@ -21,6 +21,9 @@ struct PoolGeom {
 /// row_scale[oy] * col_scale[ox] (an average's divisors). Strides 1 and 2 copy each input
 /// row into a padded line first, so every output is whole vectors without bounds tests;
 /// scratch is per thread.
+/// Input rows the padded path copies into lines before it reads the first (pool.cc).
+inline constexpr int64_t kPoolLines = 4;
+
 void pool_plane(const PoolGeom& g, const float* x, float* y, bool max, const float* row_scale,
                 const float* col_scale);
 

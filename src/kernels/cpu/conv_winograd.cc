@@ -16,7 +16,6 @@
 // of im2col (2.25x fewer multiply-adds than direct instead of 4x), and keeps F(4x4, 3x3) for
 // layers with few input channels (cg <= kWino4MaxChannels), whose sums are short.
 #include <algorithm>
-#include <cstdlib>
 #include <vector>
 
 #include "kernels/cpu/conv.h"
@@ -44,7 +43,6 @@ bool winograd_suits(const ConvShape& s) {
   // Enough channels that the 36 GEMMs, not the transforms, take the time; few enough
   // that the transformed weights (4x the originals) stay in cache per tile block.
   if (s.cg < 8 || s.mg < 8 || s.cg * s.mg > 256 * 256) return false;
-  if (getenv("ONYX_WINO_MINMG") && s.mg < atoi(getenv("ONYX_WINO_MINMG"))) return false;
   // Enough tiles to fill the GEMM panels (small images waste the tiles' padding).
   const int64_t m = winograd_tile(s.cg);
   const int64_t tiles = (g.out[0] + m - 1) / m * ((g.out[1] + m - 1) / m);
