@@ -337,6 +337,63 @@ HWY_INLINE void TransposeSquare(D d, hn::Vec<D>* v) {
 #endif
 }
 
+/// One output row of the channel-blocked kernel: obuf[ox][L] = bias + the taps over the
+/// transposed input rows at `base` (row ky at + ky * dh * iwp * L), four pixels at a time.
+/// kKH, kKW > 0: the window known at compile time, its taps unrolled and their weights in
+/// registers (a runtime 3-tap loop was a third of the kernel's time).
+template <int kKH, int kKW>
+HWY_INLINE void DwPixels(const float* base, const DwBlockGeom& g, const float* w,
+                         hn::Vec<hn::ScalableTag<float>> vb, float* obuf) {
+  using D = hn::ScalableTag<float>;
+  using V = hn::Vec<D>;
+  const D d;
+  constexpr int64_t L = static_cast<int64_t>(hn::MaxLanes(D()));
+  const int64_t kh = kKH > 0 ? kKH : g.kh, kw = kKW > 0 ? kKW : g.kw;
+  const int64_t row_step = g.dh * g.iwp * L, tap_step = g.dw * L, sx = g.sw * L;
+  constexpr int kTaps = kKH * kKW;
+  V wr[kTaps > 0 ? kTaps : 1];
+  if constexpr (kTaps > 0)
+    for (int t = 0; t < kTaps; ++t) wr[t] = hn::LoadU(d, w + t * L);
+  auto weight = [&](int64_t ky, int64_t kx) {
+    if constexpr (kTaps > 0)
+      return wr[ky * kKW + kx];
+    else
+      return hn::LoadU(d, w + (ky * kw + kx) * L);
+  };
+  int64_t ox = 0;
+  for (; ox + 4 <= g.ow; ox += 4) {
+    V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      const float* r = base + ky * row_step + ox * sx;
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const V wv = weight(ky, kx);
+        const float* p = r + kx * tap_step;
+        a0 = hn::MulAdd(wv, hn::LoadU(d, p), a0);
+        a1 = hn::MulAdd(wv, hn::LoadU(d, p + sx), a1);
+        a2 = hn::MulAdd(wv, hn::LoadU(d, p + 2 * sx), a2);
+        a3 = hn::MulAdd(wv, hn::LoadU(d, p + 3 * sx), a3);
+      }
+    }
+    hn::StoreU(a0, d, obuf + ox * L);
+    hn::StoreU(a1, d, obuf + (ox + 1) * L);
+    hn::StoreU(a2, d, obuf + (ox + 2) * L);
+    hn::StoreU(a3, d, obuf + (ox + 3) * L);
+  }
+  for (; ox < g.ow; ++ox) {
+    V a0 = vb, a1 = hn::Zero(d);
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      const float* r = base + ky * row_step + ox * sx;
+      int64_t kx = 0;
+      for (; kx + 2 <= kw; kx += 2) {
+        a0 = hn::MulAdd(weight(ky, kx), hn::LoadU(d, r + kx * tap_step), a0);
+        a1 = hn::MulAdd(weight(ky, kx + 1), hn::LoadU(d, r + (kx + 1) * tap_step), a1);
+      }
+      if (kx < kw) a0 = hn::MulAdd(weight(ky, kx), hn::LoadU(d, r + kx * tap_step), a0);
+    }
+    hn::StoreU(hn::Add(a0, a1), d, obuf + ox * L);
+  }
+}
+
 /// Tasks [t0, t1) of (image, channel block, block of output rows): wt [cblocks][taps][L]
 /// and bt [cblocks][L] the weights and biases by channel block (lanes past C zero); ibuf
 /// room for the task's transposed input rows, obuf for one output row ([ow rounded up to
@@ -394,41 +451,12 @@ void DwBlocked(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt, co
     const V vb = hn::LoadU(d, bt + cb * L);
     for (int64_t oy = oy0; oy < oy1; ++oy) {
       const float* base = ibuf + (oy - oy0) * g.sh * iwp * L;
-      const int64_t sx = g.sw * L;
-      int64_t ox = 0;
-      for (; ox + 4 <= g.ow; ox += 4) {
-        V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
-        for (int64_t ky = 0; ky < g.kh; ++ky) {
-          const float* r = base + ky * g.dh * iwp * L + ox * sx;
-          const float* wk = w + ky * g.kw * L;
-          for (int64_t kx = 0; kx < g.kw; ++kx) {
-            const V wv = hn::LoadU(d, wk + kx * L);
-            const float* p = r + kx * g.dw * L;
-            a0 = hn::MulAdd(wv, hn::LoadU(d, p), a0);
-            a1 = hn::MulAdd(wv, hn::LoadU(d, p + sx), a1);
-            a2 = hn::MulAdd(wv, hn::LoadU(d, p + 2 * sx), a2);
-            a3 = hn::MulAdd(wv, hn::LoadU(d, p + 3 * sx), a3);
-          }
-        }
-        hn::StoreU(a0, d, obuf + ox * L);
-        hn::StoreU(a1, d, obuf + (ox + 1) * L);
-        hn::StoreU(a2, d, obuf + (ox + 2) * L);
-        hn::StoreU(a3, d, obuf + (ox + 3) * L);
-      }
-      for (; ox < g.ow; ++ox) {
-        V a0 = vb, a1 = hn::Zero(d);
-        for (int64_t ky = 0; ky < g.kh; ++ky) {
-          const float* r = base + ky * g.dh * iwp * L + ox * sx;
-          const float* wk = w + ky * g.kw * L;
-          int64_t kx = 0;
-          for (; kx + 2 <= g.kw; kx += 2) {
-            a0 = hn::MulAdd(hn::LoadU(d, wk + kx * L), hn::LoadU(d, r + kx * g.dw * L), a0);
-            a1 = hn::MulAdd(hn::LoadU(d, wk + (kx + 1) * L), hn::LoadU(d, r + (kx + 1) * g.dw * L), a1);
-          }
-          if (kx < g.kw) a0 = hn::MulAdd(hn::LoadU(d, wk + kx * L), hn::LoadU(d, r + kx * g.dw * L), a0);
-        }
-        hn::StoreU(hn::Add(a0, a1), d, obuf + ox * L);
-      }
+      if (g.kh == 3 && g.kw == 3)
+        DwPixels<3, 3>(base, g, w, vb, obuf);
+      else if (g.kh == 5 && g.kw == 5)
+        DwPixels<5, 5>(base, g, w, vb, obuf);
+      else
+        DwPixels<0, 0>(base, g, w, vb, obuf);
       const int64_t yo = (n * g.C + c0) * plane_out + oy * g.ow;
       for (int64_t x0 = 0; x0 < g.ow; x0 += L) {
         const int64_t nx = std::min(L, g.ow - x0);

@@ -272,17 +272,6 @@ void GemmLayout(const ConvGemmArgs& g) {
                                  rows, nr, acc, ep, row - g.m0, col);
               continue;
             }
-            // A vector and a few columns (a 7x7 image's 49 = 32 + 17): one vector of
-            // columns, then the few, instead of a two-vector tile half of which is
-            // masked off (16 + 1 FMAs per depth instead of 32 for those 17 columns).
-            if (nr > static_cast<size_t>(L) && nr <= static_cast<size_t>(L) + kTailCols &&
-                static_cast<size_t>(L) >= kMR) {
-              Micro<1, kLayout, kPackedA>(static_cast<size_t>(kc), as, bq, bstride, offs, cs, g.ldc,
-                                          rows, static_cast<size_t>(L), acc, ep, row - g.m0, col);
-              MicroTail<kLayout>(static_cast<size_t>(kc), as[0], bq + L, bstride, offs, cs + L, g.ldc,
-                                 rows, nr - static_cast<size_t>(L), acc, ep, row - g.m0, col + L);
-              continue;
-            }
           }
           if (nr > static_cast<size_t>(L))
             Micro<2, kLayout, kPackedA>(static_cast<size_t>(kc), as, bq, bstride, offs, cs, g.ldc,

@@ -119,6 +119,18 @@ void RowAffine(const float* x, float* y, int64_t n, float c, float a, float b) {
   map_row(x, y, n, [&](VF v, int64_t, auto, auto) { return hn::MulAdd(hn::Sub(v, vc), va, vb); });
 }
 
+void RowGatherEven(const float* src, int64_t n, float* dst, int64_t readable) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + L <= n && 2 * (i + L) <= readable; i += L) {
+    VF even, odd;
+    hn::LoadInterleaved2(d, src + 2 * i, even, odd);
+    hn::StoreU(even, d, dst + i);
+  }
+  for (; i < n; ++i) dst[i] = src[2 * i];
+}
+
 void RowNormalize(const float* x, float* y, int64_t n, float mean, float mean_lo, float inv,
                   const float* scale, const float* bias) {
   const DF d;
@@ -244,6 +256,7 @@ HWY_EXPORT(RowSum);
 HWY_EXPORT(RowSumSqDev);
 HWY_EXPORT(RowExtreme);
 HWY_EXPORT(RowAffine);
+HWY_EXPORT(RowGatherEven);
 HWY_EXPORT(RowNormalize);
 HWY_EXPORT(RowAccumulate);
 HWY_EXPORT(SoftmaxRow);
@@ -272,6 +285,9 @@ float row_extreme(const float* x, int64_t n, bool max) {
 }
 void row_affine(const float* x, float* y, int64_t n, float c, float a, float b) {
   HWY_DYNAMIC_DISPATCH(RowAffine)(x, y, n, c, a, b);
+}
+void row_gather_even(const float* src, int64_t n, float* dst, int64_t readable) {
+  HWY_DYNAMIC_DISPATCH(RowGatherEven)(src, n, dst, readable);
 }
 void row_normalize(const float* x, float* y, int64_t n, float mean, float mean_lo, float inv,
                    const float* scale, const float* bias) {

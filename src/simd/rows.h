@@ -24,6 +24,9 @@ float row_extreme(const float* x, int64_t n, bool max);
 /// y[i] = (x[i] - c) * a + b (a normalization with one scale: subtracting c first keeps
 /// the precision that x * a + (b - c * a) would lose when c is large).
 void row_affine(const float* x, float* y, int64_t n, float c, float a, float b);
+/// dst[i] = src[2 i] for i < n (a stride-2 row of an im2col). Reads src[0, 2 n - 1) and,
+/// where `readable` (the floats readable from src) allows, up to a vector's worth more.
+void row_gather_even(const float* src, int64_t n, float* dst, int64_t readable);
 /// y[i] = (x[i] - mean - mean_lo) * inv * scale[i] + bias[i]; bias may be null (no bias).
 void row_normalize(const float* x, float* y, int64_t n, float mean, float mean_lo, float inv,
                    const float* scale, const float* bias);

@@ -11,6 +11,7 @@
 #include "kernels/cpu/conv.h"
 #include "runtime/thread_pool.h"
 #include "simd/gemm_conv.h"
+#include "simd/rows.h"
 
 namespace onyx::kernels::cpu {
 
@@ -77,8 +78,8 @@ void im2col_block(const WindowGeom& g, const float* xg, const float* x_end,
       if (s_last == 1 && x_end - src >= chunks_of(n) * kRunChunk) {
         for (int64_t q = 0, nq = chunks_of(n); q < nq; ++q)
           copy_chunk(d + lo + q * kRunChunk, src + q * kRunChunk);
-      } else if (s_last == 2) {
-        for (int64_t i = 0; i < n; ++i) d[lo + i] = src[2 * i];
+      } else if (s_last == 2 && n >= 32) {  // (shorter runs: the call costs more than it saves)
+        simd::row_gather_even(src, n, d + lo, x_end - src);
       } else {
         for (int64_t i = 0; i < n; ++i) d[lo + i] = src[i * s_last];
       }
