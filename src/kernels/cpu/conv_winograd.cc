@@ -16,6 +16,7 @@
 // of im2col (2.25x fewer multiply-adds than direct instead of 4x), and keeps F(4x4, 3x3) for
 // layers with few input channels (cg <= kWino4MaxChannels), whose sums are short.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/conv.h"
@@ -97,41 +98,51 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
   const int64_t v_xi = npan * cg * nr;  // floats of V per transform position
   const int64_t v_unit = kXi * v_xi;    // floats of V per unit (image, group, tile block)
   const int64_t m_ld = tb + L;          // M rows have room for a whole last vector
-  const int64_t rowbuf_len = mt * tw_n + mt * L + 8;
   const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
                       static_cast<double>(T) * static_cast<double>(kXi * cg);
 
+  const float* x_end = io.x + s.batch * s.channels * g.in_size;
   // 1. Input transform of channels [c0, c1) of unit u into v (V of the unit).
   auto transform = [&](int64_t u, int64_t c0, int64_t c1, float* v, std::vector<float>& rowbuf) {
-    if (static_cast<int64_t>(rowbuf.size()) < alpha * rowbuf_len)
-      rowbuf.resize(static_cast<size_t>(alpha * rowbuf_len));
     const int64_t blk = u % blocks, ng = u / blocks, gi = ng % s.group, n = ng / s.group;
     const int64_t tile0 = blk * tb, ntiles = std::min(tb, T - tile0);
     const float* xg = io.x + (n * s.channels + gi * cg) * g.in_size;
+    // The input rows of the block's tile rows, zero-padded, one channel at a time: row r
+    // is input row iy_base + r, column x at [r * prow + pw + x]. Each input row is copied
+    // once per channel (copying alpha rows per tile row instead, each row twice for
+    // F(2x2), with the fills around them, was a third of a 128 -> 32 channel 56x56
+    // convolution). The padding is zeroed once per call and never written.
+    const int64_t th_first = tile0 / tw_n, th_last = (tile0 + ntiles - 1) / tw_n;
+    const int64_t iy_base = mt * th_first - ph;
+    const int64_t prows = mt * (th_last - th_first) + alpha;
+    const int64_t prow = pw + mt * tw_n + mt * L + alpha + 4;  // a run's reads fit from any tile
+    const int64_t iy_lo = std::max<int64_t>(0, iy_base), iy_hi = std::min(IH, iy_base + prows);
+    const int64_t copy_w = std::min(IW, prow - pw);
+    if (static_cast<int64_t>(rowbuf.size()) < prows * prow) rowbuf.resize(static_cast<size_t>(prows * prow));
+    std::fill(rowbuf.begin(), rowbuf.begin() + prows * prow, 0.0f);
     for (int64_t c = c0; c < c1; ++c) {
       const float* xc = xg + c * g.in_size;
+      for (int64_t iy = iy_lo; iy < iy_hi; ++iy) {
+        const float* src = xc + iy * IW;
+        float* dst = rowbuf.data() + (iy - iy_base) * prow + pw;
+        const int64_t whole = (copy_w + 7) / 8 * 8;
+        if (x_end - src >= whole && prow - pw >= whole) {
+          // Inlined 8-float moves (a library call per row of a few tens of floats cost
+          // more than the copy), then the floats past the row zeroed again.
+          for (int64_t j = 0; j < whole; j += 8) std::memcpy(dst + j, src + j, 8 * sizeof(float));
+          std::fill(dst + copy_w, dst + whole, 0.0f);
+        } else {
+          std::copy(src, src + copy_w, dst);
+        }
+      }
       // One run of tiles of a tile row at a time.
       for (int64_t tt = tile0; tt < tile0 + ntiles;) {
         const int64_t th = tt / tw_n, tw0 = tt % tw_n;
         const int64_t run = std::min(tw_n - tw0, tile0 + ntiles - tt);
         // alpha padded rows covering the run's patches: column mt * tw0 - pw onwards.
         const float* rows[6];
-        const int64_t x0 = mt * tw0 - pw, span = mt * run + mt * L + 4;
-        for (int r = 0; r < alpha; ++r) {
-          float* dst = rowbuf.data() + r * rowbuf_len;
-          const int64_t iy = mt * th + r - ph;
-          if (iy < 0 || iy >= IH) {
-            std::fill(dst, dst + span, 0.0f);
-          } else {
-            const float* src = xc + iy * IW;
-            const int64_t lo = std::clamp(-x0, int64_t(0), span),
-                          hi = std::clamp(IW - x0, lo, span);
-            std::fill(dst, dst + lo, 0.0f);
-            std::copy(src + x0 + lo, src + x0 + hi, dst + lo);
-            std::fill(dst + hi, dst + span, 0.0f);
-          }
-          rows[r] = dst;
-        }
+        for (int r = 0; r < alpha; ++r)
+          rows[r] = rowbuf.data() + (mt * th - ph + r - iy_base) * prow + mt * tw0;
         for (int64_t k = 0; k < run; k += L) {
           const float* shifted[6];
           for (int r = 0; r < alpha; ++r) shifted[r] = rows[r] + mt * k;
@@ -160,19 +171,23 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
     const int64_t blk = u % blocks, ng = u / blocks, gi = ng % s.group, n = ng / s.group;
     const int64_t tile0 = blk * tb, ntiles = std::min(tb, T - tile0);
     const float* wg = w.data.data() + gi * w.group_stride;
-    const int64_t m_xi = (m1 - m0) * m_ld;
+    // M is [row][xi][tile]: the output transform of a row reads its kXi rows of tiles
+    // from one contiguous run. (As [xi][row][tile] its loads went kXi * rows * m_ld
+    // floats apart: 36 streams through L2, and the F(4x4) output transform took 44% of a
+    // 16 -> 64 channel 55x55 convolution.)
+    const int64_t m_row = kXi * m_ld;  // floats per row of M
     for (int64_t xi = 0; xi < kXi; ++xi) {
       const simd::BMatrix b{simd::BMatrix::Layout::kPanels, v + xi * v_xi, cg * nr, nullptr};
-      float* c0 = mbuf.data() + xi * m_xi;  // row m0 at the start of its block
+      float* c0 = mbuf.data() + xi * m_ld;  // row m0, position xi
       const simd::PackedA a{wg + xi * w.xi_stride, mr * cg};
-      simd::conv_gemm(cg, a, m0, m1, b, ntiles, c0, m_ld, false, nullptr);
+      simd::conv_gemm(cg, a, m0, m1, b, ntiles, c0, m_row, false, nullptr);
     }
     for (int64_t m = m0; m < m1; ++m) {
       const int64_t om = gi * mg + m;
       const float bias = io.bias ? io.bias[om] : 0.0f;
       float* ym = io.y + (n * s.maps + om) * OS;
       const float* zm = io.z ? io.z + (n * s.maps + om) * OS : nullptr;
-      const float* mm = mbuf.data() + (m - m0) * m_ld;
+      const float* mm = mbuf.data() + (m - m0) * m_row;
       for (int64_t tt = tile0; tt < tile0 + ntiles;) {
         const int64_t th = tt / tw_n, tw0 = tt % tw_n;
         const int64_t run = std::min(tw_n - tw0, tile0 + ntiles - tt);
@@ -182,10 +197,10 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
           const int64_t cols = std::min(mt * nt, OW - col);
           const int64_t at = (mt * th) * OW + col;
           if (mt == 4)
-            simd::winograd_output(mm + (tt - tile0 + k), m_xi, nt, bias, zm ? zm + at : nullptr,
+            simd::winograd_output(mm + (tt - tile0 + k), m_ld, nt, bias, zm ? zm + at : nullptr,
                                   OW, io.act, ym + at, OW, rows, cols);
           else
-            simd::winograd_output2(mm + (tt - tile0 + k), m_xi, bias, zm ? zm + at : nullptr, OW,
+            simd::winograd_output2(mm + (tt - tile0 + k), m_ld, bias, zm ? zm + at : nullptr, OW,
                                    io.act, ym + at, OW, rows, cols);
         }
         tt += run;
