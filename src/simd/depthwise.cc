@@ -234,6 +234,33 @@ void DwCompact(const float* src, int64_t pl, float* y, int64_t ow, int64_t nrows
   }
 }
 
+/// y[j] = act(x[j] * w + b + z[j]) for j < n (z may be null): a plane of a 1x1 depthwise
+/// convolution without strides or pads (a BatchNormalization rewritten as one), straight
+/// from X to Y in one pass.
+void DwScale(const float* x, int64_t n, float w, float b, const float* z, const Activation& act,
+             float* y) {
+  const hn::ScalableTag<float> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const auto vw = hn::Set(d, w), vb = hn::Set(d, b);
+  int64_t j = 0;
+  for (; j + 2 * L <= n; j += 2 * L) {
+    auto v0 = hn::MulAdd(hn::LoadU(d, x + j), vw, vb);
+    auto v1 = hn::MulAdd(hn::LoadU(d, x + j + L), vw, vb);
+    if (z) {
+      v0 = hn::Add(v0, hn::LoadU(d, z + j));
+      v1 = hn::Add(v1, hn::LoadU(d, z + j + L));
+    }
+    hn::StoreU(ApplyAct(d, v0, act), d, y + j);
+    hn::StoreU(ApplyAct(d, v1, act), d, y + j + L);
+  }
+  for (; j < n; j += L) {
+    const auto m = hn::FirstN(d, static_cast<size_t>(std::min(L, n - j)));
+    auto v = hn::MulAdd(TailLoad(m, d, x + j), vw, vb);
+    if (z) v = hn::Add(v, TailLoad(m, d, z + j));
+    TailStore(ApplyAct(d, v, act), m, d, y + j);
+  }
+}
+
 /// y[j] = act(y[j] + z[j]) for j < n (z may be null): the epilogue of rows computed
 /// into a wider buffer.
 void DwFinishRow(float* y, const float* z, int64_t n, const Activation& act) {
@@ -495,6 +522,7 @@ HWY_EXPORT(DwFinishRow);
 HWY_EXPORT(DwCompact);
 HWY_EXPORT(DwDeinterleave2);
 HWY_EXPORT(DwCopy);
+HWY_EXPORT(DwScale);
 HWY_EXPORT(DwBlocked);
 
 /// Whether the channel-blocked kernel (DwBlocked) takes this convolution: one output channel
@@ -504,7 +532,9 @@ HWY_EXPORT(DwBlocked);
 bool blocked_suits(const DepthwiseArgs& a, int64_t L) {
   if (a.mult != 1 || a.kernel == DwKernel::kPlanes) return false;
   if (a.kernel == DwKernel::kBlocked) return true;
-  if (a.channels < L) return false;
+  // A single tap (a BatchNormalization as a 1x1 depthwise Conv) is one FMA per output:
+  // the transposes would cost several times that (0.57 against 0.16 ms on 256x56x56).
+  if (a.channels < L || a.kh * a.kw == 1) return false;
   return a.ow < 4 * L || a.sh > 1 || a.sw > 1 || a.dh > 1 || a.dw > 1;
 }
 
@@ -568,6 +598,25 @@ void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
   const int64_t ih = a.ih, iw = a.iw, oh = a.oh, ow = a.ow, kh = a.kh, kw = a.kw;
   const int64_t sh = a.sh, sw = a.sw, dh = a.dh, dw = a.dw, ph = a.ph, pw = a.pw;
   if (a.batch * a.channels * a.mult * oh * ow == 0) return;
+  if (kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0 && oh == ih && ow == iw) {
+    // One tap, no stride or pad: y = act(x * w + b + z) per plane, X read in place.
+    const auto scale_fn = HWY_DYNAMIC_DISPATCH(DwScale);
+    const int64_t maps = a.batch * a.channels * a.mult, plane = oh * ow;
+    auto run = [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        const int64_t m = q % (a.channels * a.mult), n = q / (a.channels * a.mult);
+        const float* xp = a.x + (n * a.channels + m / a.mult) * plane;
+        scale_fn(xp, plane, a.w[m], a.ep.bias ? a.ep.bias[m] : 0.0f,
+                 a.ep.z ? a.ep.z + q * plane : nullptr, a.ep.act, a.y + q * plane);
+      }
+    };
+    const int64_t threads = pool ? pool->size() : 1;
+    if (threads > 1 && maps > 1 && maps * plane >= (int64_t(1) << 17))
+      pool->parallel_for(maps, run);
+    else
+      run(0, maps);
+    return;
+  }
   if (blocked_suits(a, L)) {
     depthwise_blocked(a, L, pool);
     return;

@@ -272,6 +272,32 @@ TEST(OptBatchNorm, FoldsIntoConvConvTransposeGemmAndMatMul) {
                     "bn folding", 1e-4, 1e-5);
 }
 
+TEST(OptBatchNorm, AfterAConcatWithAnActivationBecomesAFusedDepthwiseConv) {
+  // DenseNet's pattern: Concat -> BatchNormalization -> Relu, the Concat also read by the
+  // next Concat, so no producer absorbs the BatchNormalization. With fused ops it becomes
+  // a 1x1 depthwise Conv that the Relu joins; without them, or without an activation after
+  // it, it stays.
+  std::mt19937 rng(12);
+  GraphSpec g;
+  g.inputs = {tensor_info("a", kFloat, {"N", 3, 5, 6}), tensor_info("b", kFloat, {"N", 2, 5, 6})};
+  g.outputs = {tensor_info("y", kFloat, {"N", 5, 5, 6}), tensor_info("cat2", kFloat, {"N", 7, 5, 6}),
+               tensor_info("y2", kFloat, {"N", 5, 5, 6})};
+  g.nodes = {NodeSpec("Concat", {"a", "b"}, {"cat"}, {AttrSpec::Int("axis", 1)}),
+             batch_norm(g, "cat", "n", 5, rng, "bn1"),
+             NodeSpec("Relu", {"n"}, {"y"}),
+             NodeSpec("Concat", {"cat", "b"}, {"cat2"}, {AttrSpec::Int("axis", 1)}),
+             batch_norm(g, "cat", "y2", 5, rng, "bn2")};  // no activation after it
+  ModelSpec m(g, 15);
+  Optimized o = optimize_spec(m, GO::kAll);
+  EXPECT_EQ(o.count("BatchNormalization"), 1);
+  EXPECT_EQ(o.count("Relu"), 0);
+  EXPECT_EQ(o.count("ai.onyx.FusedConv"), 1);
+  EXPECT_EQ(optimize_spec(m, GO::kAll, false).count("BatchNormalization"), 2);
+  EXPECT_EQ(optimize_spec(m, GO::kBasic).count("BatchNormalization"), 2);
+  expect_equivalent(m, {{"a", random_tensor({2, 3, 5, 6}, rng)}, {"b", random_tensor({2, 2, 5, 6}, rng)}},
+                    "bn to depthwise", 1e-4, 1e-5);
+}
+
 TEST(OptBatchNorm, NearMissesStay) {
   std::mt19937 rng(10);
   GraphSpec g;
