@@ -215,6 +215,55 @@ void pool_plane_padded(const PoolGeom& g, const float* x, float* y, float* rows,
   }
 }
 
+/// 2x2 windows at stride 2 with every window inside the plane (no pads, no ceil_mode
+/// overhang: VGG, UNet and digit-reader pools): each output vector is two deinterleaved
+/// rows folded together, no padded lines and no second pass. Sums are scaled by 1/4 when
+/// `avg`. The last partial vector of each row is done element by element.
+template <bool kMax>
+void pool_2x2s2_impl(const float* x, int64_t iw, float* y, int64_t oh, int64_t ow) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const VF quarter = hn::Set(d, 0.25f);
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const float* r0 = x + 2 * oy * iw;
+    const float* r1 = r0 + iw;
+    float* yr = y + oy * ow;
+    int64_t ox = 0;
+    // A vector reads 2L floats of each row from 2 ox: within the row while 2 (ox + L) <= iw.
+    for (; 2 * (ox + L) <= iw; ox += L) {
+      VF a0, a1, b0, b1;
+      hn::LoadInterleaved2(d, r0 + 2 * ox, a0, a1);
+      hn::LoadInterleaved2(d, r1 + 2 * ox, b0, b1);
+      VF v;
+      if constexpr (kMax) {
+        v = hn::Max(hn::Max(a0, a1), hn::Max(b0, b1));
+        const auto nan = hn::Or(hn::Or(hn::IsNaN(a0), hn::IsNaN(a1)), hn::Or(hn::IsNaN(b0), hn::IsNaN(b1)));
+        v = hn::IfThenElse(nan, hn::Set(d, NAN), v);
+      } else {
+        v = hn::Mul(hn::Add(hn::Add(a0, a1), hn::Add(b0, b1)), quarter);
+      }
+      hn::StoreU(v, d, yr + ox);
+    }
+    for (; ox < ow; ++ox) {
+      const float t[4] = {r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]};
+      if constexpr (kMax) {
+        float m = t[0];
+        for (int k = 1; k < 4; ++k) m = (m < t[k] || t[k] != t[k]) ? t[k] : m;  // MaxNaN
+        yr[ox] = m;
+      } else {
+        yr[ox] = (t[0] + t[1] + (t[2] + t[3])) * 0.25f;
+      }
+    }
+  }
+}
+
+void Pool2x2S2(const float* x, int64_t iw, float* y, int64_t oh, int64_t ow, bool max) {
+  if (max)
+    pool_2x2s2_impl<true>(x, iw, y, oh, ow);
+  else
+    pool_2x2s2_impl<false>(x, iw, y, oh, ow);
+}
+
 int64_t PoolLanes() {
   return static_cast<int64_t>(hn::Lanes(DF()));
 }
@@ -253,9 +302,28 @@ namespace onyx::simd {
 HWY_EXPORT(PoolPlane);
 HWY_EXPORT(PoolPlanePadded);
 HWY_EXPORT(PoolLanes);
+HWY_EXPORT(Pool2x2S2);
+
+namespace {
+/// True when an average's divisors are 1/2 per row and per column (every window has its four
+/// taps inside), i.e. the fast path's 1/4.
+bool uniform_quarter(const PoolGeom& g, const float* row_scale, const float* col_scale) {
+  for (int64_t i = 0; i < g.oh; ++i)
+    if (row_scale[i] != 0.5f) return false;
+  for (int64_t i = 0; i < g.ow; ++i)
+    if (!col_scale || col_scale[i] != 0.5f) return false;
+  return true;
+}
+}  // namespace
 
 void pool_plane(const PoolGeom& g, const float* x, float* y, bool max, const float* row_scale,
                 const float* col_scale) {
+  // 2x2 windows at stride 2, all inside the plane (averages then divide by 4 everywhere).
+  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1 && g.ph == 0 &&
+      g.pw == 0 && 2 * g.oh <= g.ih && 2 * g.ow <= g.iw && (max || !row_scale || uniform_quarter(g, row_scale, col_scale))) {
+    HWY_DYNAMIC_DISPATCH(Pool2x2S2)(x, g.iw, y, g.oh, g.ow, max);
+    return;
+  }
   thread_local std::vector<float> rows, line, cols;
   // (Not for windows or pads far beyond the row, whose line would be mostly fill.)
   const int64_t span = (g.kw - 1) * g.dw;

@@ -67,7 +67,8 @@ TEST(PoolKernels, WindowPoolsMatchReference) {
 
 TEST(PoolKernels, ModelShapesMatchReference) {
   // The pools of the benchmark models: resnet's 3x3/2 MaxPool, SPPF's 5x5/1, UNet's 2x2/2,
-  // densenet's 2x2/2 average, an Inception-style 3x3/1 average with pads.
+  // densenet's 2x2/2 average, an Inception-style 3x3/1 average with pads, the digit
+  // reader's 2x2/2 on odd sizes (the fast path's element-by-element tail).
   std::mt19937 rng(302);
   struct Case {
     const char* op;
@@ -79,6 +80,7 @@ TEST(PoolKernels, ModelShapesMatchReference) {
       {"MaxPool", {1, 64, 112, 112}, {3, 3}, {2, 2}, {1, 1, 1, 1}, 0},
       {"MaxPool", {1, 32, 20, 20}, {5, 5}, {1, 1}, {2, 2, 2, 2}, 0},
       {"MaxPool", {2, 16, 64, 64}, {2, 2}, {2, 2}, {0, 0, 0, 0}, 0},
+      {"MaxPool", {1, 8, 17, 75}, {2, 2}, {2, 2}, {0, 0, 0, 0}, 0},
       {"AveragePool", {1, 32, 56, 56}, {2, 2}, {2, 2}, {0, 0, 0, 0}, 0},
       {"AveragePool", {1, 24, 35, 35}, {3, 3}, {1, 1}, {1, 1, 1, 1}, 0},
       {"AveragePool", {1, 24, 35, 35}, {3, 3}, {1, 1}, {1, 1, 1, 1}, 1},
@@ -90,9 +92,15 @@ TEST(PoolKernels, ModelShapesMatchReference) {
                AttrSpec::Ints("pads", c.p)};
     if (std::string(c.op) == "AveragePool")
       t.attrs.push_back(AttrSpec::Int("count_include_pad", c.include_pad));
-    t.inputs = {{"x", random_floats(c.x, rng)}};
-    expect_twins(t, 1e-6, 1e-5,
-                 std::string(c.op) + " " + dims_str(c.x) + " kernel " + dims_str(c.k));
+    // Each shape plain and with NaN and infinities sprinkled in (whole-vector paths too).
+    for (bool specials : {false, true}) {
+      Tensor x = random_floats(c.x, rng);
+      if (specials) sprinkle_specials(x, rng);
+      t.inputs = {{"x", x}};
+      expect_twins(t, 1e-6, 1e-5,
+                   std::string(c.op) + " " + dims_str(c.x) + " kernel " + dims_str(c.k) +
+                       (specials ? " with NaN/inf" : ""));
+    }
   }
 }
 
