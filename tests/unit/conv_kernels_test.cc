@@ -300,7 +300,13 @@ Tensor run_fused_kernel(const ConvCase& cc, const CaseData& d) {
   ThreadPool pool(cc.threads);
   std::vector<const Tensor*> constants(4, nullptr);
   if (cc.w_const) constants[1] = &d.w;
-  kernels::KernelInit init{node, {}, {}, constants, no_reference, &pool};
+  // Static input and output types, as a session with these shapes would give (kernels
+  // pick by them: Winograd's weights, the transposed pointwise GEMM).
+  ir::Shape xs, ys;
+  for (int64_t v : d.x.dims()) xs.push_back(ir::Dim(v));
+  for (int64_t v : cc.y_dims()) ys.push_back(ir::Dim(v));
+  const ir::TypeInfo xt = ir::TypeInfo::tensor(DType::kFloat, xs), yt = ir::TypeInfo::tensor(DType::kFloat, ys);
+  kernels::KernelInit init{node, {&xt}, {&yt}, constants, no_reference, &pool};
   std::unique_ptr<kernels::Kernel> k = defs[0]->factory(init);
   if (!k) throw std::runtime_error("FusedConv declined " + cc.str());
   if (!k->overwrites_outputs())
@@ -438,6 +444,11 @@ std::vector<ConvCase> chosen_cases() {
   add(1, 300, 40, 1, {7, 7}, {1, 1}, {1, 1}, {0, 0, 0, 0});         // pointwise, 1-column tail, K > 256
   add(1, 64, 20, 1, {13, 13}, {3, 3}, {2, 2}, {1, 1, 1, 1});        // im2col to 7x7, depth blocks
   add(2, 40, 13, 1, {9, 20}, {1, 1}, {1, 1}, {0, 0, 0, 0});         // pointwise, 4-column tail
+  // Pointwise over small images: the transposed GEMM (conv_pointwise_t.h), batch 2,
+  // output channels not a multiple of a vector, a single row of positions.
+  add(2, 48, 40, 1, {6, 7}, {1, 1}, {1, 1}, {0, 0, 0, 0});
+  add(1, 20, 33, 1, {1, 9}, {1, 1}, {1, 1}, {0, 0, 0, 0});
+  add(1, 192, 1152, 1, {7, 7}, {1, 1}, {1, 1}, {0, 0, 0, 0});  // EfficientNet's 7x7 expand
   add(1, 576, 144, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});        // 1x1 image (GEMV)
   add(2, 37, 13, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});          // GEMV, odd K and M
   add(1, 18, 10, 2, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});          // GEMV per group
@@ -515,6 +526,32 @@ TEST(ConvKernels, FusedConvEveryActivationMatchesReference) {
     ++i;
     check_fused(cc, make_data(cc, rng));
     if (HasFatalFailure()) return;
+  }
+}
+
+TEST(ConvKernels, FusedPointwiseOnSmallImagesWithResidual) {
+  // The transposed pointwise GEMM applies bias and activation in the SGEMM's epilogue
+  // without a residual, and adds the residual before the activation after transposing.
+  std::mt19937 rng(108);
+  int i = 0;
+  for (const Dims& hw : {Dims{7, 7}, Dims{1, 9}, Dims{5, 11}}) {
+    for (size_t act = 0; act < all_acts().size(); ++act, ++i) {
+      ConvCase cc;
+      cc.n = i % 3 == 0 ? 2 : 1;
+      cc.c = 24 + i % 5;
+      cc.m = 32 + 7 * (i % 3);
+      cc.in = {hw[0], hw[1]};
+      cc.k = {1, 1};
+      cc.strides = {1, 1};
+      cc.dil = {1, 1};
+      cc.pads = {0, 0, 0, 0};
+      cc.bias = i % 2 == 0;
+      cc.z = i % 4 != 3;
+      cc.act = act;
+      cc.threads = i % 2 == 0 ? 1 : 3;
+      check_fused(cc, make_data(cc, rng));
+      if (HasFatalFailure()) return;
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/conv_pointwise_t.h"
 #include "kernels/cpu/register.h"
 #include "runtime/thread_pool.h"
 #include "simd/depthwise.h"
@@ -107,7 +108,19 @@ class ConvKernel final : public Kernel {
   bool has_wino_ = false;
   WinogradW wino_;
   std::vector<float> packed_;  ///< W per group packed for the GEMM (simd::conv_pack_a)
+  /// A pointwise W^T packed for the transposed GEMM (conv_pointwise_t.h): made instead of
+  /// packed_ when the static output shape is a small image.
+  std::unique_ptr<PointwiseT> pwt_;
 };
+
+/// 1x1, stride 1, unpadded, undilated, one group, input extent = output extent.
+bool pointwise_geometry(const ConvShape& s) {
+  if (s.group != 1 || s.g.kernel_size != 1) return false;
+  for (size_t d = 0; d < s.g.nsp; ++d)
+    if (s.g.strides[d] != 1 || s.g.dilations[d] != 1 || s.g.pad_begin[d] != 0 || s.g.in[d] != s.g.out[d])
+      return false;
+  return true;
+}
 
 bool ConvKernel::init(const KernelInit& init) {
   const ir::Node& node = init.node;
@@ -176,8 +189,32 @@ bool ConvKernel::init(const KernelInit& init) {
                   return d.known() && d.value == 1;
                 });
   }
-  if (!has_wino_ && !gemv_only &&
-      static_cast<size_t>(w_.numel()) * sizeof(float) < kPackBelowBytes) {
+  // A small static output image of a pointwise layer: W^T for the transposed GEMM instead
+  // (the same bytes as the packed A it replaces below 1 MiB; up to 2 MiB it adds them:
+  // MobileNet's and EfficientNet's last 1x1 layers of 1.2-1.6 MB, but not ResNet-50's 4 MB
+  // ones, whose 24 MB would take its peak RSS to 0.8x onnxruntime's). In a model (cold
+  // caches) this orientation streams W once per run instead of once per panel of
+  // positions: EfficientNet-B0's 1152 -> 192 layers at 7x7 0.29 -> 0.20 ms.
+  const size_t w_bytes = static_cast<size_t>(w_.numel()) * sizeof(float);
+  const bool small_w = w_bytes < kPackBelowBytes;
+  if (w_bytes < 2 * kPackBelowBytes && group_ == 1 && w_.numel() == maps * cg && !gemv_only &&
+      init.output_types.size() > 0 && init.output_types[0] && init.output_types[0]->has_shape) {
+    const ir::Shape& ys = init.output_types[0]->shape;
+    int64_t os = 1;
+    bool known = ys.size() >= 3;
+    for (size_t d = 2; known && d < ys.size(); ++d) {
+      known = ys[d].known();
+      if (known) os *= ys[d].value;
+    }
+    auto all_are = [](const std::vector<int64_t>& v, int64_t x) {
+      return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+    };
+    if (known && pointwise_t_suits(os, maps, cg) && all_are(strides_, 1) && all_are(dilations_, 1) &&
+        all_are(pads_, 0) && (auto_pad_ == "NOTSET" || auto_pad_ == "VALID"))
+      pwt_ = PointwiseT::make(wp, maps, cg, node.attr_s("activation", ""),
+                              node.attr_floats("activation_params"));
+  }
+  if (!has_wino_ && !gemv_only && !pwt_ && small_w) {
     const int64_t kd = w_.numel() / maps, per = simd::conv_pack_a_size(mg, kd);
     packed_.resize(static_cast<size_t>(per * group_));
     for (int64_t gi = 0; gi < group_; ++gi)
@@ -312,6 +349,11 @@ void ConvKernel::run(KernelContext& ctx) const {
     ctx.fail("X {} has no input channels per group (W {}), but the output {} is not empty",
              dims_str(ctx.input(0).dims()), dims_str(ctx.input(1).dims()), dims_str(y.dims()));
   const float* wp = w_const_ ? w_.data<float>() : ctx.input(1).data<float>();
+  if (pwt_ && pointwise_geometry(s) && s.maps == pwt_->maps() && s.cg == pwt_->channels() &&
+      pointwise_t_suits(s.g.out_size, s.maps, s.cg)) {
+    pwt_->run(s.batch, io.x, s.g.out_size, io.bias, io.z, io.y, pool);
+    return;
+  }
   switch (choose(s, w_const_)) {
     case Algo::kDepthwise: {
       const WindowGeom& g = s.g;

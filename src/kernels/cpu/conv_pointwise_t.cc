@@ -1,0 +1,73 @@
+// PointwiseT (see conv_pointwise_t.h).
+#include "kernels/cpu/conv_pointwise_t.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "runtime/thread_pool.h"
+#include "simd/gemm.h"
+
+namespace onyx::kernels::cpu {
+
+struct PointwiseT::Impl {
+  int64_t maps = 0, channels = 0;
+  simd::PackedB wt;     ///< W^T: K = channels, N = maps
+  simd::Epilogue act;   ///< the activation only (biases and residual are per call)
+};
+
+PointwiseT::PointwiseT() : impl_(std::make_unique<Impl>()) {}
+PointwiseT::~PointwiseT() = default;
+
+std::unique_ptr<PointwiseT> PointwiseT::make(const float* w, int64_t maps, int64_t channels,
+                                             const std::string& activation,
+                                             const std::vector<float>& params) {
+  std::unique_ptr<PointwiseT> p(new PointwiseT());
+  if (!activation.empty() && !simd::set_activation(activation, params, &p->impl_->act))
+    return nullptr;
+  p->impl_->maps = maps;
+  p->impl_->channels = channels;
+  // op(B) = W^T with B = W given as N x K (trans_b).
+  p->impl_->wt = simd::pack_b(true, channels, maps, w, channels, nullptr);
+  return p;
+}
+
+int64_t PointwiseT::maps() const { return impl_->maps; }
+int64_t PointwiseT::channels() const { return impl_->channels; }
+
+bool pointwise_t_suits(int64_t os, int64_t maps, int64_t channels) {
+  // Under two panels of positions (32 lanes each on AVX-512, 16 on AVX2) the direct tiles
+  // are mostly masked; the transposed GEMM wants whole vectors of output channels.
+  return os >= 1 && os < 64 && maps >= 32 && channels >= 16;
+}
+
+void PointwiseT::run(int64_t batch, const float* x, int64_t os, const float* bias, const float* z,
+                     float* y, ThreadPool* pool) const {
+  const Impl& m = *impl_;
+  const int64_t M = m.maps, C = m.channels;
+  thread_local std::vector<float> t;  // Y^T of one image: [os x maps]
+  if (static_cast<int64_t>(t.size()) < os * M) t.resize(static_cast<size_t>(os * M));
+  simd::Epilogue ep = m.act;
+  ep.col_bias = bias;
+  // With a residual the activation waits for it (act(conv + bias + z)).
+  if (z) ep.act = simd::Activation::kNone;
+  for (int64_t n = 0; n < batch; ++n) {
+    // op(A) = X^T: A is X [C x os] read transposed.
+    simd::sgemm_packed(true, os, 1.0f, x + n * C * os, os, m.wt, 0.0f, t.data(), M, pool, &ep);
+    float* yn = y + n * M * os;
+    const float* zn = z ? z + n * M * os : nullptr;
+    // Transposed back in blocks of 16 x 16 (both sides stay in L1).
+    constexpr int64_t kB = 16;
+    for (int64_t c0 = 0; c0 < M; c0 += kB)
+      for (int64_t j0 = 0; j0 < os; j0 += kB) {
+        const int64_t c1 = std::min(M, c0 + kB), j1 = std::min(os, j0 + kB);
+        for (int64_t c = c0; c < c1; ++c)
+          for (int64_t j = j0; j < j1; ++j) yn[c * os + j] = t[static_cast<size_t>(j * M + c)];
+      }
+    if (zn) {
+      for (int64_t i = 0; i < M * os; ++i) yn[i] += zn[i];
+      if (m.act.act != simd::Activation::kNone) simd::activation_inplace(m.act, yn, M * os);
+    }
+  }
+}
+
+}  // namespace onyx::kernels::cpu
