@@ -480,8 +480,10 @@ void DwBlocked(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt, co
       const float* base = ibuf + (oy - oy0) * g.sh * iwp * L;
       if (g.kh == 3 && g.kw == 3)
         DwPixels<3, 3>(base, g, w, vb, obuf);
+#if !defined(__EMSCRIPTEN__)  // (the WebAssembly binary's size is a product metric)
       else if (g.kh == 5 && g.kw == 5)
         DwPixels<5, 5>(base, g, w, vb, obuf);
+#endif
       else
         DwPixels<0, 0>(base, g, w, vb, obuf);
       const int64_t yo = (n * g.C + c0) * plane_out + oy * g.ow;
