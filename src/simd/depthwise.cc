@@ -531,8 +531,21 @@ HWY_EXPORT(DwBlocked);
 /// per input channel, at least a vector of channels, and planes or windows where the
 /// per-plane kernel's row overheads and phase-plane copies cost more than the transposes:
 /// rows under four vectors, or strides or dilations past 1.
+/// Floats of the channel-blocked kernel's input buffer for one output row (its least):
+/// the padded columns a row spans times the window's rows times L, in double (the dims of
+/// a hostile file may be near 2^63).
+double blocked_scratch(const DepthwiseArgs& a, int64_t L) {
+  const double iwp = double(a.ow - 1) * double(a.sw) + double(a.kw - 1) * double(a.dw) + 1.0;
+  const double rows = double(a.kh - 1) * double(a.dh) + 1.0;
+  return iwp * rows * double(L);
+}
+
 bool blocked_suits(const DepthwiseArgs& a, int64_t L) {
   if (a.mult != 1 || a.kernel == DwKernel::kPlanes) return false;
+  // Its buffer grows with the dilated window over the padding, L times the per-plane
+  // kernel's rows (which the caller sized): a 5x5 image of 16 channels with a dilation of
+  // 3e5 over as much padding would have asked for 115 MB. Past 4M floats, the planes.
+  if (blocked_scratch(a, L) > double(1 << 22)) return false;
   if (a.kernel == DwKernel::kBlocked) return true;
   // A single tap (a BatchNormalization as a 1x1 depthwise Conv) is one FMA per output:
   // the transposes would cost several times that (0.57 against 0.16 ms on 256x56x56).
@@ -589,6 +602,14 @@ void depthwise_blocked(const DepthwiseArgs& a, int64_t L, ThreadPool* pool) {
     pool->parallel_for(tasks, run);
   else
     run(0, tasks);
+}
+
+bool depthwise_uses_blocked(const DepthwiseArgs& a) {
+  const DepthwiseArgs& g = a;
+  if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.ih &&
+      g.ow == g.iw)
+    return false;
+  return blocked_suits(a, HWY_DYNAMIC_DISPATCH(DwLanes)());
 }
 
 void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {

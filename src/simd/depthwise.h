@@ -50,4 +50,8 @@ struct DepthwiseArgs {
 /// Runs the convolution (pool may be null).
 void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool = nullptr);
 
+/// Whether depthwise_conv2d runs `a` on the channel-blocked kernel (for tests: it never does
+/// where that kernel's buffer would pass 4M floats).
+bool depthwise_uses_blocked(const DepthwiseArgs& a);
+
 }  // namespace onyx::simd

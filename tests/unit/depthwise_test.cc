@@ -138,5 +138,28 @@ TEST(Depthwise, BothKernelsMatchDirectLoopOnRandomShapes) {
   EXPECT_GT(runs, 200);
 }
 
+TEST(Depthwise, HugeDilationOverPaddingStaysOffTheBlockedKernel) {
+  // 16 channels of 5x5, a 3x3 window dilated by 3e5 columns over as much padding: the
+  // per-plane kernel needs 3M floats (the Conv kernel accepts that), the channel-blocked one
+  // would want 16 times more. It goes to the planes, and the result is right.
+  DwCase k{1, 16, 5, 5, 3, 3, 1, 1, 1, 300000, 0, 300000, 0, 300000, true, true, simd::Act::kRelu};
+  ASSERT_EQ(k.ow(), 5);
+  simd::DepthwiseArgs a;
+  a.channels = 16;
+  a.ih = a.iw = 5;
+  a.kh = a.kw = 3;
+  a.dw = 300000;
+  a.pw = 300000;
+  a.oh = k.oh();
+  a.ow = k.ow();
+  EXPECT_FALSE(simd::depthwise_uses_blocked(a));
+  a.dw = 2;  // the same window dilated by 2 is the blocked kernel's
+  a.pw = 2;
+  a.ow = 5;
+  EXPECT_TRUE(simd::depthwise_uses_blocked(a));
+  std::mt19937 rng(212);
+  EXPECT_LT(check(k, simd::DwKernel::kAuto, nullptr, rng), 2e-5);
+}
+
 }  // namespace
 }  // namespace onyx
