@@ -527,10 +527,6 @@ HWY_EXPORT(DwCopy);
 HWY_EXPORT(DwScale);
 HWY_EXPORT(DwBlocked);
 
-/// Whether the channel-blocked kernel (DwBlocked) takes this convolution: one output channel
-/// per input channel, at least a vector of channels, and planes or windows where the
-/// per-plane kernel's row overheads and phase-plane copies cost more than the transposes:
-/// rows under four vectors, or strides or dilations past 1.
 /// Floats of the channel-blocked kernel's input buffer for one output row (its least):
 /// the padded columns a row spans times the window's rows times L, in double (the dims of
 /// a hostile file may be near 2^63).
@@ -540,6 +536,10 @@ double blocked_scratch(const DepthwiseArgs& a, int64_t L) {
   return iwp * rows * double(L);
 }
 
+/// Whether the channel-blocked kernel (DwBlocked) takes this convolution: one output channel
+/// per input channel, at least a vector of channels, and planes or windows where the
+/// per-plane kernel's row overheads and phase-plane copies cost more than the transposes:
+/// rows under four vectors, or strides or dilations past 1.
 bool blocked_suits(const DepthwiseArgs& a, int64_t L) {
   if (a.mult != 1 || a.kernel == DwKernel::kPlanes) return false;
   // Its buffer grows with the dilated window over the padding, L times the per-plane
@@ -604,12 +604,14 @@ void depthwise_blocked(const DepthwiseArgs& a, int64_t L, ThreadPool* pool) {
     run(0, tasks);
 }
 
+/// One tap without stride or pad: DwScale's plane-by-plane pass from X.
+bool one_tap_in_place(const DepthwiseArgs& a) {
+  return a.kh == 1 && a.kw == 1 && a.sh == 1 && a.sw == 1 && a.ph == 0 && a.pw == 0 && a.oh == a.ih &&
+         a.ow == a.iw;
+}
+
 bool depthwise_uses_blocked(const DepthwiseArgs& a) {
-  const DepthwiseArgs& g = a;
-  if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.ih &&
-      g.ow == g.iw)
-    return false;
-  return blocked_suits(a, HWY_DYNAMIC_DISPATCH(DwLanes)());
+  return !one_tap_in_place(a) && blocked_suits(a, HWY_DYNAMIC_DISPATCH(DwLanes)());
 }
 
 void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
@@ -623,7 +625,7 @@ void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
   const int64_t ih = a.ih, iw = a.iw, oh = a.oh, ow = a.ow, kh = a.kh, kw = a.kw;
   const int64_t sh = a.sh, sw = a.sw, dh = a.dh, dw = a.dw, ph = a.ph, pw = a.pw;
   if (a.batch * a.channels * a.mult * oh * ow == 0) return;
-  if (kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0 && oh == ih && ow == iw) {
+  if (one_tap_in_place(a)) {
     // One tap, no stride or pad: y = act(x * w + b + z) per plane, X read in place.
     const auto scale_fn = HWY_DYNAMIC_DISPATCH(DwScale);
     const int64_t maps = a.batch * a.channels * a.mult, plane = oh * ow;

@@ -238,14 +238,13 @@ void pool_2x2s2_impl(const float* x, int64_t iw, float* y, int64_t oh, int64_t o
       VF a0, a1, b0, b1;
       hn::LoadInterleaved2(d, r0 + 2 * ox, a0, a1);
       hn::LoadInterleaved2(d, r1 + 2 * ox, b0, b1);
-      VF v;
-      if constexpr (kMax) {
-        v = hn::Max(hn::Max(a0, a1), hn::Max(b0, b1));
-        const auto nan = hn::Or(hn::Or(hn::IsNaN(a0), hn::IsNaN(a1)), hn::Or(hn::IsNaN(b0), hn::IsNaN(b1)));
-        v = hn::IfThenElse(nan, hn::Set(d, NAN), v);
-      } else {
-        v = hn::Mul(hn::Add(hn::Add(a0, a1), hn::Add(b0, b1)), quarter);
-      }
+      TapFold<kMax> fold;
+      fold.add(a0);
+      fold.add(a1);
+      fold.add(b0);
+      fold.add(b1);
+      VF v = fold.result();
+      if constexpr (!kMax) v = hn::Mul(v, quarter);
       hn::StoreU(v, d, yr + ox);
     }
     for (; ox < ow; ++ox) {
@@ -308,23 +307,13 @@ HWY_EXPORT(PoolPlanePadded);
 HWY_EXPORT(PoolLanes);
 HWY_EXPORT(Pool2x2S2);
 
-namespace {
-/// True when an average's divisors are 1/2 per row and per column (every window has its four
-/// taps inside), i.e. the fast path's 1/4.
-bool uniform_quarter(const PoolGeom& g, const float* row_scale, const float* col_scale) {
-  for (int64_t i = 0; i < g.oh; ++i)
-    if (row_scale[i] != 0.5f) return false;
-  for (int64_t i = 0; i < g.ow; ++i)
-    if (!col_scale || col_scale[i] != 0.5f) return false;
-  return true;
-}
-}  // namespace
 
 void pool_plane(const PoolGeom& g, const float* x, float* y, bool max, const float* row_scale,
                 const float* col_scale) {
-  // 2x2 windows at stride 2, all inside the plane (averages then divide by 4 everywhere).
+  // 2x2 windows at stride 2, all inside the plane: every window has its four taps, so an
+  // average's divisors are 1/2 per axis whatever count_include_pad says.
   if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1 && g.ph == 0 &&
-      g.pw == 0 && 2 * g.oh <= g.ih && 2 * g.ow <= g.iw && (max || !row_scale || uniform_quarter(g, row_scale, col_scale))) {
+      g.pw == 0 && 2 * g.oh <= g.ih && 2 * g.ow <= g.iw) {
     HWY_DYNAMIC_DISPATCH(Pool2x2S2)(x, g.iw, y, g.oh, g.ow, max);
     return;
   }

@@ -97,8 +97,7 @@ struct Profile {
 };
 
 Profile profile_runs(Session& session, const std::vector<std::pair<std::string, Value>>& feeds, int runs) {
-  std::map<int, Profile::Node> by_index;
-  std::map<int, std::vector<double>> times;
+  std::map<int, std::pair<Profile::Node, std::vector<double>>> by_index;  // node, its times
   std::vector<double> run_ms;
   for (int r = 0; r < runs; ++r) {
     std::vector<NodeTime> prof;
@@ -107,17 +106,16 @@ Profile profile_runs(Session& session, const std::vector<std::pair<std::string, 
     auto t = Clock::now();
     session.run(feeds, ro);
     run_ms.push_back(ms_since(t));
-    for (const NodeTime& n : prof) {
-      by_index.try_emplace(n.index, Profile::Node{n.node, n.op_type, n.index, 0});
-      times[n.index].push_back(n.ms);
-    }
+    for (const NodeTime& n : prof)
+      by_index.try_emplace(n.index, Profile::Node{n.node, n.op_type, n.index, 0}, std::vector<double>())
+          .first->second.second.push_back(n.ms);
   }
   Profile p;
   p.runs = runs;
   p.run_median_ms = summarize(run_ms).median;
   std::map<std::string, Profile::Op> ops;
-  for (auto& [index, node] : by_index) {
-    std::vector<double>& v = times[index];
+  for (auto& [index, entry] : by_index) {
+    auto& [node, v] = entry;
     v.resize(static_cast<size_t>(runs), 0.0);  // a run that did not run the node: 0
     node.ms = summarize(v).median;
     p.nodes_ms += node.ms;

@@ -118,6 +118,7 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
     const int64_t prow = pw + mt * tw_n + mt * L + alpha + 4;  // a run's reads fit from any tile
     const int64_t iy_lo = std::max<int64_t>(0, iy_base), iy_hi = std::min(IH, iy_base + prows);
     const int64_t copy_w = std::min(IW, prow - pw);
+    const int64_t whole = (copy_w + 7) / 8 * 8;  // copy_w in whole 8-float moves
     if (static_cast<int64_t>(rowbuf.size()) < prows * prow) rowbuf.resize(static_cast<size_t>(prows * prow));
     std::fill(rowbuf.begin(), rowbuf.begin() + prows * prow, 0.0f);
     for (int64_t c = c0; c < c1; ++c) {
@@ -125,7 +126,6 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
       for (int64_t iy = iy_lo; iy < iy_hi; ++iy) {
         const float* src = xc + iy * IW;
         float* dst = rowbuf.data() + (iy - iy_base) * prow + pw;
-        const int64_t whole = (copy_w + 7) / 8 * 8;
         if (x_end - src >= whole && prow - pw >= whole) {
           // Inlined 8-float moves (a library call per row of a few tens of floats cost
           // more than the copy), then the floats past the row zeroed again.
