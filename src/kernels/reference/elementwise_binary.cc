@@ -38,28 +38,19 @@ A mul_wrap(A a, A b) {
   else return a * b;
 }
 
-struct AddOp {
-  explicit AddOp(const KernelContext&) {}
-  template <typename A>
-  A operator()(A a, A b) const { return add_wrap(a, b); }
-};
-
-struct SubOp {
-  explicit SubOp(const KernelContext&) {}
-  template <typename A>
-  A operator()(A a, A b) const { return sub_wrap(a, b); }
-};
-
-struct MulOp {
-  explicit MulOp(const KernelContext&) {}
-  template <typename A>
-  A operator()(A a, A b) const { return mul_wrap(a, b); }
-};
-
-struct DivOp {
-  explicit DivOp(const KernelContext&) {}
+/// Add, Sub, Mul and Div, a run-time choice so that the four share one body per dtype (the
+/// reference kernels are a download in the WebAssembly build; the float hot paths are the
+/// kernels of src/kernels/cpu).
+struct ArithOp {
+  enum Kind { kAdd, kSub, kMul, kDiv } kind;
   template <typename A>
   A operator()(A a, A b) const {
+    switch (kind) {
+      case kAdd: return add_wrap(a, b);
+      case kSub: return sub_wrap(a, b);
+      case kMul: return mul_wrap(a, b);
+      case kDiv: break;
+    }
     if constexpr (std::is_integral_v<A>) {
       // Integer division truncates toward zero. x/0 (undefined) gives 0 as numpy does;
       // INT_MIN / -1 wraps instead of trapping.
@@ -115,14 +106,13 @@ struct BitShiftOp {
 
 /// out = op(a, b) with numpy broadcasting; both inputs share the output's dtype.
 template <typename Op>
-void binary_kernel(KernelContext& ctx) {
+[[gnu::noinline]] void binary_run(KernelContext& ctx, const Op& op) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   Tensor& y = ctx.output(0);
   if (a.dtype() != b.dtype() || y.dtype() != a.dtype())
     ctx.fail("inputs must have the same dtype, got {} and {}", dtype_name(a.dtype()),
              dtype_name(b.dtype()));
-  const Op op(ctx);
   const Dims bd = legacy_rhs_dims(ctx, a.dims(), b.dims());
   dispatch_numeric(
       a.dtype(),
@@ -135,6 +125,16 @@ void binary_kernel(KernelContext& ctx) {
                           });
       },
       ctx.node().op_type.c_str());
+}
+
+template <typename Op>
+void binary_kernel(KernelContext& ctx) {
+  binary_run(ctx, Op(ctx));
+}
+
+template <ArithOp::Kind kKind>
+void arith_kernel(KernelContext& ctx) {
+  binary_run(ctx, ArithOp{kKind});
 }
 
 // ---- Pow: the exponent may have another numeric type than the base ----
@@ -192,23 +192,15 @@ void pow_kernel(KernelContext& ctx) {
 
 // ---- variadic Max / Min / Sum / Mean ----
 
-struct MaxOp {
+/// Max (max = true) or Min, a run-time choice so that the two share one body per dtype
+/// (the reference kernels are a download in the WebAssembly build).
+struct ExtremumOp {
+  bool max = true;
   template <typename A>
   A operator()(A a, A b) const {
     if constexpr (std::is_floating_point_v<A>)
       if (std::isnan(a)) return a;  // NaN propagates, as numpy.maximum
-    return a < b || (b != b) ? b : a;
-  }
-  template <typename A>
-  A finish(A v, size_t) const { return v; }
-};
-
-struct MinOp {
-  template <typename A>
-  A operator()(A a, A b) const {
-    if constexpr (std::is_floating_point_v<A>)
-      if (std::isnan(a)) return a;
-    return b < a || (b != b) ? b : a;
+    return (max ? a < b : b < a) || (b != b) ? b : a;
   }
   template <typename A>
   A finish(A v, size_t) const { return v; }
@@ -227,7 +219,7 @@ struct MeanOp : SumOp {
 };
 
 template <typename Op>
-void variadic_kernel(KernelContext& ctx) {
+[[gnu::noinline]] void variadic_run(KernelContext& ctx, const Op op) {
   std::vector<const Tensor*> ins;
   for (size_t i = 0; i < ctx.num_inputs(); ++i)
     if (ctx.has_input(i)) ins.push_back(&ctx.input(i));
@@ -237,7 +229,6 @@ void variadic_kernel(KernelContext& ctx) {
     if (t->dtype() != y.dtype())
       ctx.fail("all inputs must have the same dtype, got {} and {}", dtype_name(t->dtype()),
                dtype_name(y.dtype()));
-  const Op op;
   dispatch_numeric(
       y.dtype(),
       [&](auto tag) {
@@ -258,6 +249,11 @@ void variadic_kernel(KernelContext& ctx) {
       },
       ctx.node().op_type.c_str());
 }
+
+void max_kernel(KernelContext& ctx) { variadic_run(ctx, ExtremumOp{true}); }
+void min_kernel(KernelContext& ctx) { variadic_run(ctx, ExtremumOp{false}); }
+void sum_kernel(KernelContext& ctx) { variadic_run(ctx, SumOp{}); }
+void mean_kernel(KernelContext& ctx) { variadic_run(ctx, MeanOp{}); }
 
 // ---- Clip ----
 
@@ -329,18 +325,18 @@ void prelu_kernel(KernelContext& ctx) {
 
 void register_elementwise_binary(Registry& r) {
   const auto num = numeric_types();
-  r.add("", "Add", 1, 1000, num, binary_kernel<AddOp>);
-  r.add("", "Sub", 1, 1000, num, binary_kernel<SubOp>);
-  r.add("", "Mul", 1, 1000, num, binary_kernel<MulOp>);
-  r.add("", "Div", 1, 1000, num, binary_kernel<DivOp>);
+  r.add("", "Add", 1, 1000, num, arith_kernel<ArithOp::kAdd>);
+  r.add("", "Sub", 1, 1000, num, arith_kernel<ArithOp::kSub>);
+  r.add("", "Mul", 1, 1000, num, arith_kernel<ArithOp::kMul>);
+  r.add("", "Div", 1, 1000, num, arith_kernel<ArithOp::kDiv>);
   r.add("", "Mod", 10, 1000, num, binary_kernel<ModOp>);
   r.add("", "BitShift", 11, 1000, {DType::kUint8, DType::kUint16, DType::kUint32, DType::kUint64},
         binary_kernel<BitShiftOp>);
   r.add("", "Pow", 1, 1000, num, pow_kernel);
-  r.add("", "Max", 1, 1000, num, variadic_kernel<MaxOp>);
-  r.add("", "Min", 1, 1000, num, variadic_kernel<MinOp>);
-  r.add("", "Sum", 1, 1000, num, variadic_kernel<SumOp>);
-  r.add("", "Mean", 1, 1000, num, variadic_kernel<MeanOp>);
+  r.add("", "Max", 1, 1000, num, max_kernel);
+  r.add("", "Min", 1, 1000, num, min_kernel);
+  r.add("", "Sum", 1, 1000, num, sum_kernel);
+  r.add("", "Mean", 1, 1000, num, mean_kernel);
   r.add("", "Clip", 1, 1000, num, clip_kernel);
   r.add("", "PRelu", 1, 1000, num, prelu_kernel);
 }

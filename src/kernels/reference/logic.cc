@@ -11,30 +11,27 @@ namespace onyx::kernels {
 
 namespace {
 
-struct EqualOp {
+/// The comparison ops, a run-time choice so that they share one body per dtype (the
+/// reference kernels are a download in the WebAssembly build).
+enum class Cmp { kEqual, kGreater, kGreaterOrEqual, kLess, kLessOrEqual };
+
+struct CompareOp {
+  Cmp cmp;
   template <typename A>
-  bool operator()(const A& a, const A& b) const { return a == b; }
-};
-struct GreaterOp {
-  template <typename A>
-  bool operator()(const A& a, const A& b) const { return a > b; }
-};
-struct GreaterOrEqualOp {
-  template <typename A>
-  bool operator()(const A& a, const A& b) const { return a >= b; }
-};
-struct LessOp {
-  template <typename A>
-  bool operator()(const A& a, const A& b) const { return a < b; }
-};
-struct LessOrEqualOp {
-  template <typename A>
-  bool operator()(const A& a, const A& b) const { return a <= b; }
+  bool operator()(const A& a, const A& b) const {
+    switch (cmp) {
+      case Cmp::kEqual: return a == b;
+      case Cmp::kGreater: return b < a;
+      case Cmp::kGreaterOrEqual: return b <= a;
+      case Cmp::kLess: return a < b;
+      case Cmp::kLessOrEqual: return a <= b;
+    }
+    return false;
+  }
 };
 
 /// Comparison of two same-typed inputs (numeric, bool or string) into a bool tensor.
-template <typename Op>
-void compare_kernel(KernelContext& ctx) {
+[[gnu::noinline]] void compare(KernelContext& ctx, const CompareOp op) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   Tensor& y = ctx.output(0);
@@ -42,7 +39,6 @@ void compare_kernel(KernelContext& ctx) {
     ctx.fail("inputs must have the same dtype, got {} and {}", dtype_name(a.dtype()),
              dtype_name(b.dtype()));
   const Dims bd = legacy_rhs_dims(ctx, a.dims(), b.dims());
-  const Op op;
   dispatch_all(
       a.dtype(),
       [&](auto tag) {
@@ -57,6 +53,11 @@ void compare_kernel(KernelContext& ctx) {
                              });
       },
       ctx.node().op_type.c_str());
+}
+
+template <Cmp kCmp>
+void compare_kernel(KernelContext& ctx) {
+  compare(ctx, CompareOp{kCmp});
 }
 
 template <typename F>
@@ -158,11 +159,11 @@ std::vector<DType> with(std::vector<DType> v, std::initializer_list<DType> more)
 
 void register_logic(Registry& r) {
   const auto cmp_types = with(numeric_types(), {DType::kBool, DType::kString});
-  r.add("", "Equal", 1, 1000, cmp_types, compare_kernel<EqualOp>);
-  r.add("", "Greater", 1, 1000, cmp_types, compare_kernel<GreaterOp>);
-  r.add("", "GreaterOrEqual", 12, 1000, cmp_types, compare_kernel<GreaterOrEqualOp>);
-  r.add("", "Less", 1, 1000, cmp_types, compare_kernel<LessOp>);
-  r.add("", "LessOrEqual", 12, 1000, cmp_types, compare_kernel<LessOrEqualOp>);
+  r.add("", "Equal", 1, 1000, cmp_types, compare_kernel<Cmp::kEqual>);
+  r.add("", "Greater", 1, 1000, cmp_types, compare_kernel<Cmp::kGreater>);
+  r.add("", "GreaterOrEqual", 12, 1000, cmp_types, compare_kernel<Cmp::kGreaterOrEqual>);
+  r.add("", "Less", 1, 1000, cmp_types, compare_kernel<Cmp::kLess>);
+  r.add("", "LessOrEqual", 12, 1000, cmp_types, compare_kernel<Cmp::kLessOrEqual>);
   r.add("", "And", 1, 1000, {DType::kBool}, and_kernel);
   r.add("", "Or", 1, 1000, {DType::kBool}, or_kernel);
   r.add("", "Xor", 1, 1000, {DType::kBool}, xor_kernel);
