@@ -29,6 +29,7 @@
 #include <cstring>
 
 #include "simd/gemm_conv.h"
+#include "simd/tier.h"
 
 namespace onyx::simd {
 /// One conv_gemm call as the per-target code sees it.
@@ -132,7 +133,7 @@ HWY_INLINE const float* BRow(const float* b, size_t p, int64_t stride, const int
 /// sum of the A rows (a_rows[r][p], at this depth) times the B micro-panel, finished as
 /// StoreRow says; row0/col0: the tile's place in C (for bias and z).
 template <int NV, BMatrix::Layout kLayout, bool kPackedA>
-HWY_INLINE void Micro(size_t kc, const float* const* a_rows, const float* b, int64_t bstride,
+ONYX_TIER_UNIT void Micro(size_t kc, const float* const* a_rows, const float* b, int64_t bstride,
                       const int64_t* offs, float* c, int64_t ldc, size_t mr, size_t nr,
                       bool accumulate, const Epilogue* ep, int64_t row0, int64_t col0) {
   const DF d;
@@ -197,7 +198,7 @@ constexpr size_t kTailCols = 4;
 /// Targets whose vectors hold a strip (not the scalar fallback).
 constexpr bool kHasTail = kMR * sizeof(float) <= HWY_MAX_BYTES;
 template <BMatrix::Layout kLayout>
-HWY_INLINE void MicroTail(size_t kc, const float* ap, const float* b, int64_t bstride,
+ONYX_TIER_UNIT void MicroTail(size_t kc, const float* ap, const float* b, int64_t bstride,
                           const int64_t* offs, float* c, int64_t ldc, size_t mr, size_t nr,
                           bool accumulate, const Epilogue* ep, int64_t row0, int64_t col0) {
   const DF d;

@@ -22,6 +22,7 @@
 #include "kernels/cpu/conv.h"
 #include "runtime/thread_pool.h"
 #include "simd/gemm_conv.h"
+#include "simd/tier.h"
 #include "simd/winograd.h"
 
 namespace onyx::kernels::cpu {
@@ -50,6 +51,22 @@ bool winograd_suits(const ConvShape& s) {
   return tiles >= 8 && g.out[0] >= 4 && g.out[1] >= 4;
 }
 
+namespace {
+/// The transforms of the cg filters of one output map (k: cg x 3 x 3) into rows at
+/// position stride xi_stride. Out of line in WebAssembly (simd/tier.h): a call per map,
+/// so that it runs optimized after the first maps of a session's first convolution.
+ONYX_TIER_UNIT void transform_map(const float* k, int64_t cg, int tile, int64_t nxi, float* rows, int64_t xi_stride) {
+  double u[36];
+  for (int64_t c = 0; c < cg; ++c, k += 9) {
+    if (tile == 4)
+      simd::winograd_kernel(k, u);
+    else
+      simd::winograd_kernel2(k, u);
+    for (int64_t xi = 0; xi < nxi; ++xi) rows[xi * xi_stride + c] = static_cast<float>(u[xi]);
+  }
+}
+}  // namespace
+
 WinogradW winograd_weights(const float* w, int64_t group, int64_t mg, int64_t cg) {
   WinogradW out;
   out.tile = winograd_tile(cg);
@@ -59,18 +76,9 @@ WinogradW winograd_weights(const float* w, int64_t group, int64_t mg, int64_t cg
   out.data.resize(static_cast<size_t>(group * out.group_stride));
   // Row-major per position first, then packed for the GEMM.
   std::vector<float> rows(static_cast<size_t>(nxi * mg * cg));
-  double u[36];
   for (int64_t gi = 0; gi < group; ++gi) {
     for (int64_t m = 0; m < mg; ++m)
-      for (int64_t c = 0; c < cg; ++c) {
-        const float* k = w + ((gi * mg + m) * cg + c) * 9;
-        if (out.tile == 4)
-          simd::winograd_kernel(k, u);
-        else
-          simd::winograd_kernel2(k, u);
-        for (int64_t xi = 0; xi < nxi; ++xi)
-          rows[static_cast<size_t>((xi * mg + m) * cg + c)] = static_cast<float>(u[xi]);
-      }
+      transform_map(w + (gi * mg + m) * cg * 9, cg, out.tile, nxi, rows.data() + m * cg, mg * cg);
     for (int64_t xi = 0; xi < nxi; ++xi)
       simd::conv_pack_a(rows.data() + xi * mg * cg, cg, mg, cg,
                         out.data.data() + gi * out.group_stride + xi * out.xi_stride);
