@@ -61,6 +61,13 @@ function showFacts(s, m) {
   if (m?.limitations) add('limitations', m.limitations);
 }
 
+/** The session, loaded once: started as the page opens, beside the first crop's decoding. */
+function sessionReady() {
+  state.sessionP ??= loadSession();
+  state.sessionP.catch(() => { state.sessionP = null; });  // a later read tries again
+  return state.sessionP;
+}
+
 async function loadSession() {
   const man = await (await fetch('/manifest.json')).json();
   const entry = man.models[READER];
@@ -213,7 +220,7 @@ async function read(img, label) {
   document.body.dataset.state = 'busy';
   clearError();
   try {
-    if (!state.session) await loadSession();
+    await sessionReady();
     const x = await onyx.preprocessTextLine(img, preprocessParams());
     showSeen(x);
     const { r, runMs } = await readOnyx(x);
@@ -321,10 +328,13 @@ $('compare').onchange = () => { $('times').classList.toggle('with-ort', $('compa
 if (q.get('ort') === '1') { $('compare').checked = true; $('times').classList.add('with-ort'); }
 
 // Cold start: read a reference crop as soon as the page loads.
+// The model loads (fetch, hash check, the wasm module in its worker, session) while the
+// crop downloads and decodes.
 if (q.get('auto') !== '0') {
   const k = SAMPLES[Number(q.get('sample') ?? 0)] ?? SAMPLES[0];
+  sessionReady().catch(() => {});  // read() reports a failure
   fetch(`${SAMPLE_DIR}/${k}.png`).then((r) => r.blob()).then(decode)
     .then((img) => read(img, `sample ${k}`)).catch((e) => showError('Could not load the sample', e));
 } else {
-  loadSession().catch((e) => showError('Could not load the model', e)).then(() => { document.body.dataset.state = document.body.dataset.state ?? 'ready'; });
+  sessionReady().catch((e) => showError('Could not load the model', e)).then(() => { document.body.dataset.state = document.body.dataset.state ?? 'ready'; });
 }

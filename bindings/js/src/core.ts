@@ -108,13 +108,24 @@ export class Core {
     const artifact = o.threaded ? 'onyx-web-mt' : 'onyx-web';
     const base = o.wasmPaths;
     const t0 = now();
+    // The glue (a small ES module) is imported while the .wasm downloads and compiles.
+    const glue = import(/* @vite-ignore */ base + artifact + '.mjs');
+    glue.catch(() => {});  // awaited below
     const resp = await fetch(base + artifact + '.wasm');
     if (!resp.ok) throw makeError('Fetch', `cannot fetch ${base}${artifact}.wasm: HTTP ${resp.status}`);
-    const bytes = await resp.arrayBuffer();
-    const t1 = now();
-    const compiled = await WebAssembly.compile(bytes);
-    const t2 = now();
-    const factory = (await import(/* @vite-ignore */ base + artifact + '.mjs')).default;
+    const t1 = now();  // the response's headers: the body streams into the compiler
+    let compiled: WebAssembly.Module;
+    let wasmBytes = Number(resp.headers.get('Content-Length') ?? 0);
+    if (typeof WebAssembly.compileStreaming === 'function' &&
+        (resp.headers.get('Content-Type') ?? '').split(';')[0].trim() === 'application/wasm') {
+      // Compiles as the bytes arrive (and lets the browser cache the compiled code).
+      compiled = await WebAssembly.compileStreaming(resp);
+    } else {
+      const bytes = await resp.arrayBuffer();
+      wasmBytes = bytes.byteLength;
+      compiled = await WebAssembly.compile(bytes);
+    }
+    const factory = (await glue).default;
     const m: EmModule = await factory({
       onyxPoolSize: o.threaded ? Math.max(0, o.poolSize) : 0,
       locateFile: (p: string) => base + p,
@@ -131,9 +142,9 @@ export class Core {
       artifact,
       version: '',
       maxThreads: 1,
-      wasmFetchMs: t1 - t0,
-      compileMs: t3 - t1,  // compilation, then the glue's import and instantiation
-      wasmBytes: bytes.byteLength,
+      wasmFetchMs: t1 - t0,  // to the response's headers
+      compileMs: t3 - t1,  // download streamed into compilation, then instantiation
+      wasmBytes,
     });
     core.info.version = m.UTF8ToString(m._onyx_web_version());
     core.info.maxThreads = o.threaded ? Math.max(1, o.poolSize + 1) : m._onyx_web_max_threads();

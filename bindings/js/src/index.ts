@@ -46,7 +46,9 @@ export interface Timings {
   /** Model download (0 when bytes were given; small when from Cache Storage). */
   fetchMs: number;
   fromCache: boolean;
-  /** The .wasm download and its compilation + instantiation (0 when the module was loaded before). */
+  /** The .wasm request until its response's headers, then its download streamed into
+   * compilation and the instantiation (both 0 when the module was loaded before). The
+   * module loads while the model downloads, so these overlap fetchMs. */
   wasmFetchMs: number;
   compileMs: number;
   /** Loading, checking and planning the model in onyx. */
@@ -379,6 +381,9 @@ export class InferenceSession {
         `onyx-web runs the 'wasm' execution provider only; '${eps[0]}' comes first in executionProviders ` +
         `[${eps.join(', ')}]: put 'wasm' first to accept it (onyx-web never falls back silently)`);
     const plan = planThreads(options.intraOpNumThreads ?? env.wasm.numThreads);
+    // The module (worker, .wasm download and compilation) loads while the model downloads.
+    const backendP = getBackend(plan);
+    backendP.catch(() => {});  // awaited below; a failed model fetch must not leave it unhandled
     let bytes: Uint8Array;
     let fetchMs = 0, fromCache = false, sha256 = '';
     // External data downloads beside the model.
@@ -398,21 +403,38 @@ export class InferenceSession {
     } else {
       throw new InvalidArgumentError('InvalidArgument', 'InferenceSession.create takes a URL string, an ArrayBuffer or a Uint8Array');
     }
+    // Bytes given: their hash (the card's fact, and the check against options.sha256) is
+    // computed on this thread while the worker creates the session.
+    let shaP: Promise<string> | null = null;
     if (!sha256) {
       const { sha256Hex } = await import('./fetch.js');
-      sha256 = await sha256Hex(bytes);
-      if (options.sha256 && options.sha256.toLowerCase() !== sha256)
-        throw makeError('HashMismatch', `the model bytes have SHA-256 ${sha256}, but ${options.sha256.toLowerCase()} was expected; it was not run`);
+      shaP = sha256Hex(bytes);
+      shaP.catch(() => {});  // awaited below
+      if (options.sha256) {
+        // An expected hash is checked before the model is handed over.
+        sha256 = await shaP;
+        shaP = null;
+        if (options.sha256.toLowerCase() !== sha256)
+          throw makeError('HashMismatch', `the model bytes have SHA-256 ${sha256}, but ${options.sha256.toLowerCase()} was expected; it was not run`);
+      }
     }
     const { external, transfer } = await extP;
     if (options.externalData?.length) fetchMs = Math.max(fetchMs, performance.now() - tExt);
-    const { backend, loadedNow } = await getBackend(plan);
+    const { backend, loadedNow } = await backendP;
     const level = optimizeLevels[options.graphOptimizationLevel ?? 'all'] ?? 2;
     // The model is copied into the worker (the caller keeps its bytes); external data that
     // was downloaded here is transferred.
     const info: SessionInfo = await backend.call(
       'create', { model: bytes, threads: plan.threads, strict: !!options.strict, optimize: level, external }, transfer);
     if (backend instanceof WorkerBackend) backend.noteSession(info);
+    if (shaP) {
+      try {
+        sha256 = await shaP;
+      } catch (e) {
+        await backend.call('release', { handle: info.handle }).catch(() => {});
+        throw e;
+      }
+    }
     let note = plan.note;
     if (!note && info.threads < plan.asked)
       note = `the ${backend.info.artifact} build gives ${info.threads} thread${info.threads === 1 ? '' : 's'}`;
