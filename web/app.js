@@ -5,10 +5,12 @@
 //
 // Query parameters (used by tests/web and bench/web): model=URL, sha256=HEX (override the
 // manifest), strict=1, threads=N, warm=N (warm runs), auto=0 (do not read a sample on load),
-// ort=1 (compare from the start), sample=K, reader=KEY (a model of the manifest: the
+// ort=1 (compare from the start), runtime=ort (read the first crop with onnxruntime-web
+// running the model, for bench/web's cold start of the same page), sample=K, reader=KEY (a model of the manifest: the
 // default crnn-digits/v2, or crnn-digits for v1; its reference crops are the samples).
 import * as onyx from '/dist/index.mjs';
 
+performance.mark('page:script');  // the cold start's steps as marks (DevTools, bench/web)
 const q = new URLSearchParams(location.search);
 const $ = (id) => document.getElementById(id);
 const WARM_RUNS = Math.max(1, Number(q.get('warm') ?? 20));
@@ -68,13 +70,22 @@ function sessionReady() {
   return state.sessionP;
 }
 
-async function loadSession() {
+/** The reader's manifest entry: model URL, expected hash and card facts (state.meta). */
+async function loadManifest() {
   const man = await (await fetch('/manifest.json')).json();
   const entry = man.models[READER];
   if (!entry && !q.get('model')) throw new Error(`no model '${READER}' in the manifest (${Object.keys(man.models).join(', ')})`);
   state.meta = entry?.meta ?? null;
   state.modelUrl = q.get('model') ?? entry.url;
   state.expectedSha = q.get('sha256') ?? (q.get('model') ? null : entry.sha256);
+}
+function manifestReady() {
+  state.manifestP ??= loadManifest();
+  return state.manifestP;
+}
+
+async function loadSession() {
+  await manifestReady();
   const threads = q.get('threads') ? Number(q.get('threads')) : undefined;
   $('exec').textContent = 'loading the model…';
   const s = await onyx.InferenceSession.create(state.modelUrl, {
@@ -162,12 +173,20 @@ async function warm(x) {
   return median(v);
 }
 
+/** onnxruntime-web's session of the same model, loaded once. */
+function ortReady() {
+  state.ortP ??= loadOrt();
+  state.ortP.catch(() => { state.ortP = null; });
+  return state.ortP;
+}
+
 async function loadOrt() {
   if (state.ortSession) return state.ortSession;
   const t0 = performance.now();
   const ort = await import('/ort/ort.wasm.min.mjs');
   ort.env.wasm.wasmPaths = '/ort/';
-  ort.env.wasm.numThreads = state.session.execution.threads;
+  ort.env.wasm.numThreads = state.session?.execution.threads ?? Number(q.get('threads') ?? 1);
+  await manifestReady();
   const bytes = await (await fetch(state.modelUrl)).arrayBuffer();
   const t1 = performance.now();
   const s = await ort.InferenceSession.create(bytes, { executionProviders: ['wasm'] });
@@ -185,7 +204,7 @@ async function loadOrt() {
 
 async function readOrt(x) {
   try {
-    const s = await loadOrt();
+    const s = await ortReady();
     const ort = state.ort;
     const feed = new ort.Tensor('float32', x.data, x.dims);
     const t0 = performance.now();
@@ -220,10 +239,14 @@ async function read(img, label) {
   document.body.dataset.state = 'busy';
   clearError();
   try {
+    performance.mark('page:crop-decoded');
     await sessionReady();
+    performance.mark('page:session');
     const x = await onyx.preprocessTextLine(img, preprocessParams());
+    performance.mark('page:preprocessed');
     showSeen(x);
     const { r, runMs } = await readOnyx(x);
+    performance.mark('page:read');
     showResult(r);
     const entry = { label, text: r.text, confidence: r.confidence, runMs, input: x };
     window.onyxPage.results.push(entry);
@@ -328,9 +351,56 @@ $('compare').onchange = () => { $('times').classList.toggle('with-ort', $('compa
 if (q.get('ort') === '1') { $('compare').checked = true; $('times').classList.add('with-ort'); }
 
 // Cold start: read a reference crop as soon as the page loads.
+/** ?runtime=ort: the first crop read with onnxruntime-web running the model, for the
+ * same page's cold start with the other runtime (bench/web). Preprocessing and CTC
+ * decoding stay onyx-web's (the page has no other implementation of them), from its
+ * module loaded in its worker beside onnxruntime-web, without a model session. */
+async function readFirstWithOrt(img) {
+  state.busy = true;
+  document.body.dataset.state = 'busy';
+  try {
+    await manifestReady();
+    const x = await onyx.preprocessTextLine(img, preprocessParams());
+    showSeen(x);
+    const s = await ortReady();
+    const feed = new state.ort.Tensor('float32', x.data, x.dims);
+    const t0 = performance.now();
+    const out = await s.run({ [s.inputNames[0]]: feed });
+    const runMs = performance.now() - t0;
+    const y = out[s.outputNames[0]];
+    const r = await onyx.ctcDecode(new onyx.Tensor('float32', y.data, y.dims), alphabet());
+    showResult(r);
+    const cold = performance.now();
+    state.ortFirst = false;
+    $('o-text').textContent = r.text;
+    $('o-first').textContent = fmt(runMs);
+    $('o-cold').textContent = fmt(cold);
+    window.onyxPage.coldMs = cold;
+    $('exec').innerHTML = '';
+    const b = document.createElement('b');
+    b.textContent = `onnxruntime-web 1.30 · wasm · ${state.ort.env.wasm.numThreads} thread${state.ort.env.wasm.numThreads === 1 ? '' : 's'}`;
+    $('exec').append('First crop read by ', b, ' (preprocessing and decoding by onyx-web)');
+    $('cold-note').textContent = 'onnxruntime-web cold start (runtime=ort): from navigation to the first string shown, the model run by onnxruntime-web, preprocessing and decoding by onyx-web.';
+    document.body.dataset.text = r.text;
+    document.body.dataset.state = 'done';
+  } catch (e) {
+    showError('onnxruntime-web failed', e);
+  } finally {
+    state.busy = false;
+  }
+}
+
 // The model loads (fetch, hash check, the wasm module in its worker, session) while the
 // crop downloads and decodes.
-if (q.get('auto') !== '0') {
+if (q.get('runtime') === 'ort') {
+  $('compare').checked = true;
+  $('times').classList.add('with-ort');
+  onyx.env.wasm.numThreads = 1;  // preprocessing and decoding only: the single-threaded module
+  const k = SAMPLES[Number(q.get('sample') ?? 0)] ?? SAMPLES[0];
+  ortReady().catch(() => {});  // readFirstWithOrt reports a failure
+  fetch(`${SAMPLE_DIR}/${k}.png`).then((r) => r.blob()).then(decode)
+    .then(readFirstWithOrt).catch((e) => showError('Could not load the sample', e));
+} else if (q.get('auto') !== '0') {
   const k = SAMPLES[Number(q.get('sample') ?? 0)] ?? SAMPLES[0];
   sessionReady().catch(() => {});  // read() reports a failure
   fetch(`${SAMPLE_DIR}/${k}.png`).then((r) => r.blob()).then(decode)

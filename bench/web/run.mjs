@@ -60,20 +60,23 @@ async function once(runtime, m, threads) {
   return r;
 }
 
-/** The digit reader page itself: navigation to the first string shown (onyx-web only). */
-async function pageCold() {
+/** The digit reader page itself: navigation to the first string shown, read by onyx-web
+ * or (runtime=ort) with onnxruntime-web running the model. */
+async function pageCold(runtime) {
   const ctx = await browser.newContext();
   const page = await ctx.newPage();
-  await page.goto(url + '?warm=1&threads=1');
+  await page.goto(url + `?warm=1&threads=1${runtime === 'ort' ? '&runtime=ort' : ''}`);
   await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 120000 });
-  const ms = await page.evaluate(() => window.onyxPage.coldMs);
+  const r = await page.evaluate(() => ({ ms: window.onyxPage.coldMs, state: document.body.dataset.state,
+                                         error: document.getElementById('error').textContent }));
   await ctx.close();
-  return ms;
+  if (r.state !== 'done') throw new Error(`the digit reader page (${runtime}) failed: ${r.error}`);
+  return r.ms;
 }
 
 const median = (v) => { const s = [...v].sort((a, b) => a - b); const n = s.length; return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2; };
 const samples = {};
-const pageColds = [];
+const pageColds = { onyx: [], ort: [] };
 for (let r = 0; r < rounds; ++r) {
   for (const m of models)
     for (const t of threadCounts)
@@ -83,7 +86,11 @@ for (let r = 0; r < rounds; ++r) {
         const last = samples[k].at(-1);
         console.log(`round ${r + 1} ${m.key} ${t}t ${rt}: cold ${last.cold.toFixed(0)} ms, warm ${last.warm.toFixed(2)} ms (${last.artifact}, ${last.threads} threads)`);
       }
-  if (!only.length || only.includes('crnn')) pageColds.push(await pageCold());
+  if (!only.length || only.includes('crnn'))
+    for (const rt of r % 2 ? ['ort', 'onyx'] : ['onyx', 'ort']) {
+      pageColds[rt].push(await pageCold(rt));
+      console.log(`round ${r + 1} digit reader page ${rt}: cold ${pageColds[rt].at(-1).toFixed(0)} ms`);
+    }
 }
 await browser.close();
 server.close();
@@ -145,8 +152,11 @@ md += `| model | threads | onyx-web cold | onnxruntime-web cold | ratio | onyx-w
 for (const r of rows)
   md += `| ${r.model} | ${r.threads}${r.onyxThreads !== r.threads ? ` (onyx: ${r.onyxThreads})` : ''} | ${f(r.onyxCold)} ms | ${f(r.ortCold)} ms | ${(r.onyxCold / r.ortCold).toFixed(2)}x | ${f(r.onyxWarm)} ms | ${f(r.ortWarm)} ms | ${(r.onyxWarm / r.ortWarm).toFixed(2)}x | ${f(r.onyxMin)} / ${f(r.ortMin)} ms | ${r.onyxMainWarm === undefined ? '' : `${f(r.onyxMainWarm)} ms (${(r.onyxMainWarm / r.ortWarm).toFixed(2)}x)`} |\n`;
 md += `\nGeomean onyx-web / onnxruntime-web over the ${geo.warm.length} models, 1 thread: warm **${gmean(geo.warm).toFixed(2)}x**, cold ${gmean(geo.cold).toFixed(2)}x; fastest run ${gmean(geo.min).toFixed(2)}x; warm on the page thread ${gmean(geo.main).toFixed(2)}x.\n`;
-if (pageColds.length)
-  md += `\nThe digit reader page itself (web/, 1 thread, fresh context): navigation to the first string shown, with PNG decoding, preprocessing and CTC decoding in onyx-web: median ${f(median(pageColds))} ms over ${pageColds.length} loads.\n`;
+if (pageColds.onyx.length) {
+  const a = median(pageColds.onyx), b = median(pageColds.ort);
+  md += `\nThe digit reader page itself (web/, 1 thread, a fresh context each load, the two alternating): navigation to the first string shown, with the PNG's download and decoding, preprocessing, the model's first run and CTC decoding. `;
+  md += `onyx-web: median **${f(a)} ms**; the same page with onnxruntime-web running the model (\`?runtime=ort\`; preprocessing and decoding still by onyx-web, whose module loads beside it without a model session): median **${f(b)} ms**; ratio **${(a / b).toFixed(2)}x** (${pageColds.onyx.length} loads each).\n`;
+}
 md += `\n## Sizes\n\n| file | raw | gzip -9 |\n|---|---|---|\n`;
 for (const s of sizes) md += `| ${s.label} | ${s.raw.toLocaleString('en')} bytes (${kb(s.raw)}) | ${s.gzip.toLocaleString('en')} bytes (${kb(s.gzip)}) |\n`;
 writeFileSync(join(root, 'bench/RESULTS-web.md'), md);

@@ -107,6 +107,19 @@ const tests = {
     await page.screenshot({ path: join(out, 'desktop-compare.png'), fullPage: true });
     await page.context().close();
 
+    // runtime=ort (bench/web's cold start of the same page with the other runtime): the
+    // first crop read with onnxruntime-web running the model, said so, same string.
+    const op = await newPage();
+    await op.goto(url + '?runtime=ort&threads=1');
+    await waitState(op, ['done', 'error']);
+    check((await op.textContent('#text')) === expected.get('0000.png'), 'runtime=ort: onnxruntime-web reads crop 0000 as onyx ocr',
+          await op.textContent('#text'));
+    const oexec = await op.textContent('#exec');
+    check(oexec.includes('onnxruntime-web 1.30 · wasm · 1 thread'), 'runtime=ort: the page says onnxruntime-web read it', oexec);
+    check(/\d/.test(await op.textContent('#o-cold')) && (await op.evaluate(() => window.onyxPage.coldMs)) > 0,
+          'runtime=ort: its cold start is shown');
+    await op.context().close();
+
     const phone = await newPage({ width: 390, height: 844 }, { mobile: true, scale: 2 });
     // Two threads asked for: the pthreads build, side by side with onnxruntime-web's two.
     await phone.goto(url + '?ort=1&threads=2');
