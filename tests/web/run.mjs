@@ -426,6 +426,33 @@ const tests = {
     await page.context().close();
   },
 
+  async model_cache_second_visit() {
+    // The page gives the manifest's SHA-256: the first visit downloads the model and keeps
+    // it in Cache Storage by that hash; a second visit (same profile) takes it from there
+    // and requests nothing for the model.
+    const page = await newPage();
+    const modelRequests = [];
+    page.on('request', (r) => { if (r.url().endsWith('.onnx')) modelRequests.push(r.url()); });
+    await page.goto(url);
+    await waitState(page, ['done', 'error']);
+    check((await page.textContent('#t-fetch')).includes('ms') && !(await page.textContent('#t-fetch')).includes('cache'),
+          'first visit: the model is downloaded', await page.textContent('#t-fetch'));
+    const first = modelRequests.length;
+    check(first === 1, 'first visit: one request for the model', modelRequests.join(', '));
+    // The cache write is not awaited by create(): wait for it.
+    for (let t = Date.now(); Date.now() - t < 10000;) {
+      if (await page.evaluate(async () => (await (await caches.open('onyx-web-models-v1')).keys()).length > 0)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await page.reload();
+    await waitState(page, ['done', 'error']);
+    check((await page.textContent('#text')) === expected.get('0000.png'), 'second visit: reads crop 0000');
+    check((await page.textContent('#t-fetch')).includes('(cache)'), 'second visit: the model comes from Cache Storage',
+          await page.textContent('#t-fetch'));
+    check(modelRequests.length === first, 'second visit: no request for the model', modelRequests.join(', '));
+    await page.context().close();
+  },
+
   async not_isolated_says_so() {
     const page = await newPage();
     await page.goto(url2);

@@ -5,7 +5,7 @@
 
 import type { CtcResult, LoadInfo, SessionInfo, TextLineParams, WireExternal, WireTensor, WireValueMetadata } from './core.js';
 import { InvalidArgumentError, makeError, OnyxError, UnsupportedError, type WireError } from './errors.js';
-import { fetchModel, type FetchModelOptions, type FetchProgress } from './fetch.js';
+import { fetchModel, warmCacheStorage, type FetchModelOptions, type FetchProgress } from './fetch.js';
 import {
   CLAIMED, CTL_BYTES, fastLaneAvailable, PAGE_SPIN_MS, laneBytes, LISTENING, POSTED, readError, readTensors, REPLY, REPLY_OK,
   REPLY_POSTED, REQUEST, STAMP_REPLY, STAMP_WAKE, STATE, writeTensors, type ChannelBuffers, type LaneTensor,
@@ -582,3 +582,5 @@ export async function ctcDecode(logits: Tensor, alphabet: string, o: CtcDecodeOp
   return b.call('ctc', { scores: logits.data, frames, classes, blank: o.blank ?? 0, beamWidth,
                          probabilities: o.scores === 'probabilities', alphabet });
 }
+
+warmCacheStorage();
