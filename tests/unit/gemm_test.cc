@@ -247,6 +247,9 @@ TEST(Sgemm, DeepAndWideBlocksWithThreads) {
       {false, false, 1, 64, 512, 1.0f, 1.0f},    {false, false, 13, 37, 2053, 1.0f, 0.5f},
       {true, false, 7, 41, 4099, 0.5f, 0.0f},    {false, true, 200, 3, 2500, 1.0f, 0.0f},
       {false, false, 1, 1000, 2048, 1.0f, 0.0f}, {false, true, 3, 700, 97, 1.0f, -1.0f},
+      // A transposed and packed once for all column chunks (run_gemm's PackAAll): a
+      // pointwise convolution's 49 positions, and rows past a strip over two depth passes.
+      {true, false, 49, 320, 960, 1.0f, 0.0f},   {true, false, 41, 96, 4500, 1.0f, 0.5f},
   };
   int n = 0;
   for (const Case& c : cases) {
