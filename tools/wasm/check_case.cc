@@ -62,19 +62,25 @@ bool close_enough(const Tensor& e, const Tensor& g, std::string& why) {
   return true;
 }
 
+/// The graph's inputs that are not initializers, in order, each read by read(k, input).
+template <typename F>
+std::vector<std::pair<std::string, Value>> graph_feeds(const ir::Graph& g, F&& read) {
+  std::set<std::string> inits;
+  for (const auto& [n, t] : g.initializers) inits.insert(n);
+  std::vector<std::pair<std::string, Value>> feeds;
+  for (const auto& v : g.inputs)
+    if (!inits.count(v.name)) feeds.emplace_back(v.name, read(feeds.size(), v));
+  return feeds;
+}
+
 bool check(const fs::path& dir) {
   try {
     auto s = Session::open((dir / "model.onnx").string());
     const ir::Graph& g = *session_model(*s).graph;
-    std::set<std::string> inits;
-    for (const auto& [n, t] : g.initializers) inits.insert(n);
-    std::vector<std::pair<std::string, Value>> feeds;
-    size_t k = 0;
-    for (const auto& v : g.inputs) {
-      if (inits.count(v.name)) continue;
-      fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(k++) + ".pb");
-      feeds.emplace_back(v.name, format::read_value_file(p.string(), v.type));
-    }
+    auto feeds = graph_feeds(g, [&](size_t k, const auto& v) {
+      fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb");
+      return format::read_value_file(p.string(), v.type);
+    });
     auto outs = s->run(feeds);
     for (size_t i = 0; i < g.outputs.size(); ++i) {
       fs::path p = dir / "test_data_set_0" / ("output_" + std::to_string(i) + ".pb");
@@ -105,17 +111,15 @@ int profile(int runs, const std::string& model, const std::vector<std::string>& 
     std::printf("session: %.3f ms\n",
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_open).count());
     const ir::Graph& g = *session_model(*s).graph;
-    std::set<std::string> inits;
-    for (const auto& [n, t] : g.initializers) inits.insert(n);
-    std::vector<std::pair<std::string, Value>> feeds;
-    size_t k = 0;
-    for (const auto& v : g.inputs) {
-      if (inits.count(v.name)) continue;
-      if (k >= inputs.size()) {
-        std::printf("ERROR: the model has more inputs than the %zu .npy files given\n", inputs.size());
-        return 2;
-      }
-      feeds.emplace_back(v.name, Value(format::read_npy_file(inputs[k++])));
+    bool short_of_inputs = false;
+    auto feeds = graph_feeds(g, [&](size_t k, const auto&) {
+      if (k < inputs.size()) return Value(format::read_npy_file(inputs[k]));
+      short_of_inputs = true;
+      return Value();
+    });
+    if (short_of_inputs) {
+      std::printf("ERROR: the model has more inputs than the %zu .npy files given\n", inputs.size());
+      return 2;
     }
     // The first runs, one by one: V8 runs baseline code until a function has been
     // called enough (tools/../src/simd/tier.h), so these show what tiering costs.
