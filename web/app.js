@@ -63,12 +63,18 @@ function showFacts(s, m) {
   if (m?.limitations) add('limitations', m.limitations);
 }
 
-/** The session, loaded once: started as the page opens, beside the first crop's decoding. */
-function sessionReady() {
-  state.sessionP ??= loadSession();
-  state.sessionP.catch(() => { state.sessionP = null; });  // a later read tries again
-  return state.sessionP;
+/** state[key] ??= load(), kept while it succeeds; after a failure the next call tries again. */
+function once(key, load) {
+  if (!state[key]) {
+    const p = load();
+    state[key] = p;
+    p.catch(() => { if (state[key] === p) state[key] = null; });
+  }
+  return state[key];
 }
+
+/** The session, loaded once: started as the page opens, beside the first crop's decoding. */
+const sessionReady = () => once('sessionP', loadSession);
 
 /** The reader's manifest entry: model URL, expected hash and card facts (state.meta). */
 async function loadManifest() {
@@ -79,10 +85,7 @@ async function loadManifest() {
   state.modelUrl = q.get('model') ?? entry.url;
   state.expectedSha = q.get('sha256') ?? (q.get('model') ? null : entry.sha256);
 }
-function manifestReady() {
-  state.manifestP ??= loadManifest();
-  return state.manifestP;
-}
+const manifestReady = () => once('manifestP', loadManifest);
 
 async function loadSession() {
   await manifestReady();
@@ -174,11 +177,7 @@ async function warm(x) {
 }
 
 /** onnxruntime-web's session of the same model, loaded once. */
-function ortReady() {
-  state.ortP ??= loadOrt();
-  state.ortP.catch(() => { state.ortP = null; });
-  return state.ortP;
-}
+const ortReady = () => once('ortP', loadOrt);
 
 async function loadOrt() {
   if (state.ortSession) return state.ortSession;
