@@ -7,6 +7,7 @@ largest relative error of the fit (in double) on a dense grid.
   erf(x) / x                   = P(s),  s = 2 x^2 - 1,  x in [0, 1]
   erfc(a) exp(a^2) / t         = F(s),  s = 2 t - 1,    t = 2.5 / (2.5 + a) in (0, 1], a >= 0
   (e^r - 1 - r) / r^2          = Q(r),  in r itself,    r in [-ln2/2, ln2/2]
+  e^r                          = P(r),  in r itself,    r in [-ln2/2, ln2/2] (SigmoidMulF)
   tanh(x) / x                  = T(s),  s = 5.12 x^2 - 1,  x in [0, 0.625]
 """
 import mpmath as mp
@@ -38,6 +39,10 @@ def exp_rest(r):
     return 0.5 if r == 0 else float((mp.exp(r) - 1 - r) / (r * r))
 
 
+def exp_r(r):
+    return float(mp.exp(mp.mpf(r)))
+
+
 def fit(fun, a, b, deg, centred=True, nodes=1500):
     k = np.arange(nodes)
     x = (a + b) / 2 + (b - a) / 2 * np.cos(np.pi * (k + 0.5) / nodes)
@@ -56,6 +61,7 @@ half_ln2 = float(mp.log(2) / 2)
 for name, fun, a, b, deg, centred in (("kErfSmall", erf_over_x, 0.0, 1.0, 6, True),
                                       ("kErfc", erfc_scaled, 0.0, 1.0, 10, True),
                                       ("kExpQ", exp_rest, -half_ln2, half_ln2, 4, False),
+                                      ("kExpP", exp_r, -half_ln2, half_ln2, 6, False),
                                       ("kTanhSmall", tanh_over_x, 0.0, 0.390625, 5, True)):
     coeffs, err = fit(fun, a, b, deg, centred)
     print(f"{name}: max relative error {err:.3g}")

@@ -80,7 +80,9 @@ void UnaryImpl(int32_t op_id, float pa, float pb, const float* x, float* y, int6
       });
     case Unary::kSwish:
       return map(x, y, n, [pa](auto d, auto v) {
-        return hn::Mul(v, SigmoidF(d, hn::Mul(v, hn::Set(d, pa))));
+        // (u = alpha x is NaN for alpha 0 at x = inf: NaN, as x * sigmoid(u) gives.)
+        const auto u = hn::Mul(v, hn::Set(d, pa));
+        return hn::IfThenElse(hn::IsNaN(u), u, SigmoidMulF(d, v, u));
       });
     case Unary::kGelu:
       return map(x, y, n, [](auto d, auto v) { return GeluF(d, v); });

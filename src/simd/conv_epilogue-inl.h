@@ -48,7 +48,7 @@ HWY_INLINE V ApplyAct(D d, V v, const Activation& a) {
     case Act::kTanh:
       return TanhF(d, v);
     case Act::kSiLU:
-      return hn::Mul(v, SigmoidF(d, v));
+      return SigmoidMulF(d, v, v);
     case Act::kGelu:
       return GeluF(d, v);
     case Act::kGeluTanh:
@@ -65,18 +65,47 @@ inline bool CheapAct(Act k) {
          k == Act::kHardSigmoid || k == Act::kHardSwish;
 }
 
-/// Applies the activation to n floats in place (any n; the tail through a padded buffer).
-HWY_INLINE void ActRow(float* x, int64_t n, const Activation& a) {
-  if (a.kind == Act::kNone) return;
+/// x[0, n) = f(x) in place (any n; the tail through a padded buffer), two vectors at a time.
+template <class F>
+HWY_INLINE void ActLoop(float* x, int64_t n, const F& f) {
   const hn::ScalableTag<float> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
-  for (; i + L <= n; i += L) hn::StoreU(ApplyAct(d, hn::LoadU(d, x + i), a), d, x + i);
+  for (; i + 2 * L <= n; i += 2 * L) {
+    const auto v0 = f(hn::LoadU(d, x + i)), v1 = f(hn::LoadU(d, x + i + L));
+    hn::StoreU(v0, d, x + i);
+    hn::StoreU(v1, d, x + i + L);
+  }
+  for (; i + L <= n; i += L) hn::StoreU(f(hn::LoadU(d, x + i)), d, x + i);
   if (i < n) {
     HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)] = {};
     for (int64_t k = i; k < n; ++k) tmp[k - i] = x[k];
-    hn::Store(ApplyAct(d, hn::Load(d, tmp), a), d, tmp);
+    hn::Store(f(hn::Load(d, tmp)), d, tmp);
     for (int64_t k = i; k < n; ++k) x[k] = tmp[k - i];
+  }
+}
+
+/// Applies the activation to n floats in place (any n). One loop per activation: with the
+/// switch inside the loop (ApplyAct per vector) the compiler kept an indirect jump per
+/// vector, and the exp-based activations' independent vectors did not overlap.
+static HWY_NOINLINE HWY_MAYBE_UNUSED void ActRow(float* x, int64_t n, const Activation& a) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  switch (a.kind) {
+    case Act::kNone:
+      return;
+    case Act::kSigmoid:
+      return ActLoop(x, n, [&](V v) { return SigmoidF(d, v); });
+    case Act::kTanh:
+      return ActLoop(x, n, [&](V v) { return TanhF(d, v); });
+    case Act::kSiLU:
+      return ActLoop(x, n, [&](V v) { return SigmoidMulF(d, v, v); });
+    case Act::kGelu:
+      return ActLoop(x, n, [&](V v) { return GeluF(d, v); });
+    case Act::kGeluTanh:
+      return ActLoop(x, n, [&](V v) { return GeluTanhF(d, v); });
+    default:
+      return ActLoop(x, n, [&](V v) { return ApplyAct(d, v, a); });
   }
 }
 

@@ -28,6 +28,8 @@
 #include <hwy/contrib/math/math-inl.h>
 // clang-format on
 
+#include "simd/math-inl.h"
+
 #ifndef ONYX_SIMD_GEMM_ARGS
 #define ONYX_SIMD_GEMM_ARGS
 #include "simd/gemm.h"
@@ -113,47 +115,6 @@ constexpr size_t panels_for() {
 
 // ---- activations ----------------------------------------------------------------------
 
-/// erf(x): a Taylor series for |x| <= 1, erfc from Abramowitz-Stegun 7.1.26 (absolute
-/// error 1.5e-7) beyond; odd.
-HWY_INLINE VF Erf(DF d, VF x) {
-  const VF ax = hn::Min(hn::Abs(x), hn::Set(d, 6.0f));
-  // Small: (2 / sqrt(pi)) * x * sum_n c_n x^(2n), c_n = (-1)^n / (n! (2n + 1)), n = 0..10
-  // (the first term left out is below 1.2e-9 at |x| = 1).
-  const VF x2 = hn::Mul(ax, ax);
-  static constexpr float kTaylor[] = {1.0f / 76204800.0f,
-                                      -1.0f / 6894720.0f,
-                                      1.0f / 685440.0f,
-                                      -1.0f / 75600.0f,
-                                      1.0f / 9360.0f,
-                                      -1.0f / 1320.0f,
-                                      1.0f / 216.0f,
-                                      -1.0f / 42.0f,
-                                      1.0f / 10.0f,
-                                      -1.0f / 3.0f,
-                                      1.0f};
-  VF s = hn::Set(d, kTaylor[0]);
-  for (size_t k = 1; k < sizeof(kTaylor) / sizeof(kTaylor[0]); ++k)
-    s = hn::MulAdd(s, x2, hn::Set(d, kTaylor[k]));
-  const VF small = hn::Mul(hn::Mul(s, ax), hn::Set(d, 1.1283791670955126f));
-  // Large: 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-x^2), t = 1 / (1 + p x).
-  const VF t = hn::Div(hn::Set(d, 1.0f), hn::MulAdd(hn::Set(d, 0.3275911f), ax, hn::Set(d, 1.0f)));
-  VF q = hn::Set(d, 1.061405429f);
-  q = hn::MulAdd(q, t, hn::Set(d, -1.453152027f));
-  q = hn::MulAdd(q, t, hn::Set(d, 1.421413741f));
-  q = hn::MulAdd(q, t, hn::Set(d, -0.284496736f));
-  q = hn::MulAdd(q, t, hn::Set(d, 0.254829592f));
-  q = hn::Mul(q, t);
-  const VF large = hn::NegMulAdd(q, hn::CallExp(d, hn::Neg(x2)), hn::Set(d, 1.0f));
-  const VF r = hn::IfThenElse(hn::Le(ax, hn::Set(d, 1.0f)), small, large);
-  return hn::CopySign(r, x);
-}
-
-HWY_INLINE VF Sigmoid(DF d, VF v) {
-  const VF one = hn::Set(d, 1.0f);
-  // Exp is valid up to 104; sigmoid(-88) is below the smallest normal float anyway.
-  return hn::Div(one, hn::Add(one, hn::CallExp(d, hn::Min(hn::Neg(v), hn::Set(d, 88.0f)))));
-}
-
 /// The activations cheap enough to apply to the accumulators before the store.
 HWY_INLINE VF LightActivation(DF d, const Epilogue& ep, VF v) {
   switch (ep.act) {
@@ -175,40 +136,39 @@ HWY_INLINE VF LightActivation(DF d, const Epilogue& ep, VF v) {
   }
 }
 
-HWY_INLINE VF HeavyActivation(DF d, const Epilogue& ep, VF v) {
-  switch (ep.act) {
-    case Activation::kSigmoid:
-      return Sigmoid(d, v);
-    case Activation::kTanh:
-      return hn::CallTanh(d, v);
-    case Activation::kSiLU:
-      return hn::Mul(v, Sigmoid(d, v));
-    case Activation::kGelu: {
-      const VF e = Erf(d, hn::Mul(v, hn::Set(d, 0.70710678118654752f)));
-      return hn::Mul(hn::Mul(v, hn::Set(d, 0.5f)), hn::Add(e, hn::Set(d, 1.0f)));
-    }
-    case Activation::kGeluTanh: {
-      const VF v3 = hn::Mul(hn::Mul(v, v), v);
-      const VF in =
-          hn::Mul(hn::MulAdd(v3, hn::Set(d, 0.044715f), v), hn::Set(d, 0.7978845608028654f));
-      return hn::Mul(hn::Mul(v, hn::Set(d, 0.5f)), hn::Add(hn::CallTanh(d, in), hn::Set(d, 1.0f)));
-    }
-    default:
-      return LightActivation(d, ep, v);
-  }
-}
-
-/// x[0, n) = act(x): full vectors, then the tail through a padded buffer.
-HWY_NOINLINE void ActivateRow(const Epilogue& ep, float* HWY_RESTRICT x, size_t n) {
+/// x[0, n) = f(x): full vectors, then the tail through a padded buffer.
+template <class F>
+HWY_INLINE void ActivateLoop(float* HWY_RESTRICT x, size_t n, const F& f) {
   const DF d;
   const size_t L = hn::Lanes(d);
   size_t i = 0;
-  for (; i + L <= n; i += L) hn::StoreU(HeavyActivation(d, ep, hn::LoadU(d, x + i)), d, x + i);
+  for (; i + L <= n; i += L) hn::StoreU(f(hn::LoadU(d, x + i)), d, x + i);
   if (i < n) {
     HWY_ALIGN float tmp[kMaxLanes] = {};
     std::copy(x + i, x + n, tmp);
-    hn::Store(HeavyActivation(d, ep, hn::Load(d, tmp)), d, tmp);
+    hn::Store(f(hn::Load(d, tmp)), d, tmp);
     std::copy(tmp, tmp + (n - i), x + i);
+  }
+}
+
+/// x[0, n) = act(x) for the exp/tanh/erf activations: math-inl.h's functions (within a few
+/// ulp, as the convolution epilogues and the elementwise kernels compute them), one loop
+/// per activation (the switch outside the loop).
+HWY_NOINLINE void ActivateRow(const Epilogue& ep, float* HWY_RESTRICT x, size_t n) {
+  const DF d;
+  switch (ep.act) {
+    case Activation::kSigmoid:
+      return ActivateLoop(x, n, [&](VF v) { return SigmoidF(d, v); });
+    case Activation::kTanh:
+      return ActivateLoop(x, n, [&](VF v) { return TanhF(d, v); });
+    case Activation::kSiLU:
+      return ActivateLoop(x, n, [&](VF v) { return SigmoidMulF(d, v, v); });
+    case Activation::kGelu:
+      return ActivateLoop(x, n, [&](VF v) { return GeluF(d, v); });
+    case Activation::kGeluTanh:
+      return ActivateLoop(x, n, [&](VF v) { return GeluTanhF(d, v); });
+    default:
+      return ActivateLoop(x, n, [&](VF v) { return LightActivation(d, ep, v); });
   }
 }
 
@@ -319,17 +279,26 @@ HWY_INLINE void StoreTile(const GemmArgs& g, const TilePos& t, VF (&acc)[kRows][
   const Epilogue ep = g.ep;
   const bool reads_c = !t.first || g.beta != 0.0f;
   auto load = [&](const float* p) { return hn::LoadU(d, p); };
+  // A heavy activation runs on the tile in a buffer on the stack before it goes to C:
+  // activating C in place read back every line just written, waiting on its fill where C
+  // is past the caches.
+  const bool heavy = heavy_activation(ep.act);
+  HWY_ALIGN float tile[kRows * kV * kMaxLanes];
   for (size_t r = 0; r < kRows; ++r) {
     float* cr = c + static_cast<int64_t>(r) * ldc;
+    float* out = heavy ? tile + r * kV * L : cr;
     const int64_t i = t.i0 + static_cast<int64_t>(r);
     for (size_t u = 0; u < kV; ++u) {
       VF v = Combine(d, t, g.beta, va, acc[r][u], reads_c ? hn::LoadU(d, cr + u * L) : hn::Zero(d));
       hn::StoreU(ApplyEpilogue(d, ep, v, i, t.j0 + static_cast<int64_t>(u * L), load), d,
-                 cr + u * L);
+                 out + u * L);
     }
   }
-  if (heavy_activation(ep.act))
-    for (size_t r = 0; r < kRows; ++r) ActivateRow(ep, c + static_cast<int64_t>(r) * ldc, kV * L);
+  if (!heavy) return;
+  ActivateRow(ep, tile, kRows * kV * L);
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t u = 0; u < kV; ++u)
+      hn::StoreU(hn::Load(d, tile + (r * kV + u) * L), d, c + static_cast<int64_t>(r) * ldc + u * L);
 }
 
 /// One tile: C[kRows x kPanels * NR] (t.mr x t.nr stored) over kc of depth. B panel p of the

@@ -7,6 +7,7 @@
 // Log and Expm1 build on Highway's contrib/math kernels, which assume a bounded input range;
 // the wrappers here clamp and fix up the special values. Exp, Tanh and Erf are our own:
 //   e^x = 2^q (1 + r + r^2 Q(r)), r = x - q ln 2 in [-ln2/2, ln2/2], Q of degree 4
+//   (x * sigmoid(u): e^r = P(r) instead, P of degree 6, two operations fewer)
 //   |x| < 1:  erf(x) = x * P(2x^2 - 1), P of degree 6
 //   a >= 0:   erfc(a) = exp(-a^2) * t * F(2t - 1), t = 2.5 / (2.5 + a), F of degree 10
 //   tanh(x) = x * T(5.12 x^2 - 1) below |x| = 0.625, T of degree 5
@@ -140,6 +141,45 @@ HWY_INLINE V Log1pNonNegF(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, y);
 }
 
+// e^r = P(r) on r in [-ln2/2, ln2/2], degree 6 in r itself (SigmoidMulF's: Horner's rule
+// straight to e^r, two operations short of ExpF's 1 + r + r^2 Q(r)).
+constexpr float kExpP[] = {1.0f,
+                           1.0f,
+                           0.49999991059303284f,
+                           0.1666642129421234f,
+                           0.0416683591902256f,
+                           0.008374771103262901f,
+                           0.0013829420786350965f};
+
+/// x * sigmoid(u) = x / (1 + e^-u), the SiLU / Swish / tanh-GELU body, in about 21
+/// operations where x * SigmoidF(u) takes 28 (0.33 against 0.42 ns a float on one Zen 4
+/// core, AVX-512; a third of efficientnet_b0's pointwise convolutions' time went to their
+/// SiLU): with e = e^-|u| (kExpP, the scaling by 2^q added straight from the rounding
+/// constant's bits), x / (1 + e) for
+/// u >= 0 and x e / (1 + e) below, one division. A NaN x gives NaN; u must be NaN only
+/// where x is (a NaN u leaves e some finite value: callers whose u can be NaN alone check
+/// it); u = -inf gives x * 0; for |u| > 87.3 e is 0 (x or +-0 where the true value is
+/// under 1e-36 from it).
+template <class D, class V>
+HWY_INLINE V SigmoidMulF(D d, V x, V u) {
+  const hn::RebindToSigned<D> di;
+  const V lo = hn::Set(d, -87.3365478515625f);  // log(FLT_MIN): q = -126 at most
+  const V magic = hn::Set(d, 12582912.0f);       // 1.5 * 2^23
+  const V a = hn::Or(u, hn::Set(d, -0.0f));      // -|u|
+  const V ac = hn::Max(a, lo);
+  const V t = hn::MulAdd(ac, hn::Set(d, 1.44269504088896341f), magic);
+  const V q = hn::Sub(t, magic);
+  V r = hn::NegMulAdd(q, hn::Set(d, 0.693359375f), ac);
+  r = hn::NegMulAdd(q, hn::Set(d, -2.12194440e-4f), r);
+  const V p = Poly(d, r, kExpP);
+  // t's bits are magic's plus q, whose low 9 bits (magic's are 0) shifted by 23 are q in
+  // the exponent field, modulo 2^32: 2^q times p without subtracting magic first.
+  V e = hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(hn::BitCast(di, t))));
+  e = hn::IfThenZeroElse(hn::Lt(a, lo), e);
+  const V num = hn::IfThenElse(hn::Lt(u, hn::Zero(d)), hn::Mul(e, x), x);
+  return hn::Div(num, hn::Add(hn::Set(d, 1.0f), e));
+}
+
 /// 1 / (1 + e^-x), relatively accurate on both sides: with e = e^-|x|, 1 / (1 + e) for
 /// x >= 0 and e / (1 + e) below.
 template <class D, class V>
@@ -237,7 +277,7 @@ HWY_INLINE V GeluTanhF(D d, V x) {
   constexpr float k = 2.0f * 0.7978845608028654f;
   const V x2 = hn::Mul(x, x);
   const V u = hn::Mul(x, hn::MulAdd(x2, hn::Set(d, k * 0.044715f), hn::Set(d, k)));
-  return hn::Mul(x, SigmoidF(d, u));
+  return SigmoidMulF(d, x, u);
 }
 
 /// log(1 + e^x) = max(x, 0) + log1p(e^-|x|).
