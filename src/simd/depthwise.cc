@@ -366,34 +366,53 @@ HWY_INLINE void TransposeSquare(D d, hn::Vec<D>* v) {
 
 /// One output row of the channel-blocked kernel: obuf[ox][L] = bias + the taps over the
 /// transposed input rows at `base` (row ky at + ky * dh * iwp * L), four pixels at a time.
-/// kKH, kKW > 0: the window known at compile time, its taps unrolled and their weights in
-/// registers (a runtime 3-tap loop was a third of the kernel's time).
-template <int kKH, int kKW>
+/// kKH, kKW, kSW > 0: the window and the column stride known at compile time (dilation 1):
+/// per window row, the 3 kSW + kKW input vectors the four pixels read are loaded once and
+/// shared by their taps (a 5x5 window: 8 loads for 20 FMAs instead of 20), the weights
+/// loaded where used (an array of them in registers had GCC copy 1.6 KB of them to the
+/// stack per row: 11% of a 5x5 layer). Whole blocks of four pixels, the last one past ow
+/// into obuf's slack, reading up to 3 kSW pixels' columns past the row (the caller's
+/// slack). kKH = 0: any window and strides, one pixel at a time past the last whole block.
+template <int kKH, int kKW, int kSW>
 HWY_INLINE void DwPixels(const float* base, const DwBlockGeom& g, const float* w,
                          hn::Vec<hn::ScalableTag<float>> vb, float* obuf) {
   using D = hn::ScalableTag<float>;
   using V = hn::Vec<D>;
   const D d;
   constexpr int64_t L = static_cast<int64_t>(hn::MaxLanes(D()));
-  const int64_t kh = kKH > 0 ? kKH : g.kh, kw = kKW > 0 ? kKW : g.kw;
+  if constexpr (kKH > 0) {
+    const int64_t row_step = g.iwp * L;
+    constexpr int kIn = 3 * kSW + kKW;  // input vectors one window row of 4 pixels reads
+    for (int64_t ox = 0; ox < g.ow; ox += 4) {
+      V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+      for (int ky = 0; ky < kKH; ++ky) {
+        const float* r = base + ky * row_step + ox * kSW * L;
+        V in[kIn];
+        for (int i = 0; i < kIn; ++i) in[i] = hn::LoadU(d, r + i * L);
+        for (int kx = 0; kx < kKW; ++kx) {
+          const V wv = hn::LoadU(d, w + (ky * kKW + kx) * L);
+          a0 = hn::MulAdd(wv, in[kx], a0);
+          a1 = hn::MulAdd(wv, in[kx + kSW], a1);
+          a2 = hn::MulAdd(wv, in[kx + 2 * kSW], a2);
+          a3 = hn::MulAdd(wv, in[kx + 3 * kSW], a3);
+        }
+      }
+      hn::StoreU(a0, d, obuf + ox * L);
+      hn::StoreU(a1, d, obuf + (ox + 1) * L);
+      hn::StoreU(a2, d, obuf + (ox + 2) * L);
+      hn::StoreU(a3, d, obuf + (ox + 3) * L);
+    }
+    return;
+  }
+  const int64_t kh = g.kh, kw = g.kw;
   const int64_t row_step = g.dh * g.iwp * L, tap_step = g.dw * L, sx = g.sw * L;
-  constexpr int kTaps = kKH * kKW;
-  V wr[kTaps > 0 ? kTaps : 1];
-  if constexpr (kTaps > 0)
-    for (int t = 0; t < kTaps; ++t) wr[t] = hn::LoadU(d, w + t * L);
-  auto weight = [&](int64_t ky, int64_t kx) {
-    if constexpr (kTaps > 0)
-      return wr[ky * kKW + kx];
-    else
-      return hn::LoadU(d, w + (ky * kw + kx) * L);
-  };
   int64_t ox = 0;
   for (; ox + 4 <= g.ow; ox += 4) {
     V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
     for (int64_t ky = 0; ky < kh; ++ky) {
       const float* r = base + ky * row_step + ox * sx;
       for (int64_t kx = 0; kx < kw; ++kx) {
-        const V wv = weight(ky, kx);
+        const V wv = hn::LoadU(d, w + (ky * kw + kx) * L);
         const float* p = r + kx * tap_step;
         a0 = hn::MulAdd(wv, hn::LoadU(d, p), a0);
         a1 = hn::MulAdd(wv, hn::LoadU(d, p + sx), a1);
@@ -412,10 +431,12 @@ HWY_INLINE void DwPixels(const float* base, const DwBlockGeom& g, const float* w
       const float* r = base + ky * row_step + ox * sx;
       int64_t kx = 0;
       for (; kx + 2 <= kw; kx += 2) {
-        a0 = hn::MulAdd(weight(ky, kx), hn::LoadU(d, r + kx * tap_step), a0);
-        a1 = hn::MulAdd(weight(ky, kx + 1), hn::LoadU(d, r + (kx + 1) * tap_step), a1);
+        a0 = hn::MulAdd(hn::LoadU(d, w + (ky * kw + kx) * L), hn::LoadU(d, r + kx * tap_step), a0);
+        a1 = hn::MulAdd(hn::LoadU(d, w + (ky * kw + kx + 1) * L),
+                        hn::LoadU(d, r + (kx + 1) * tap_step), a1);
       }
-      if (kx < kw) a0 = hn::MulAdd(weight(ky, kx), hn::LoadU(d, r + kx * tap_step), a0);
+      if (kx < kw)
+        a0 = hn::MulAdd(hn::LoadU(d, w + (ky * kw + kx) * L), hn::LoadU(d, r + kx * tap_step), a0);
     }
     hn::StoreU(hn::Add(a0, a1), d, obuf + ox * L);
   }
@@ -478,14 +499,19 @@ void DwBlocked(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt, co
     const V vb = hn::LoadU(d, bt + cb * L);
     for (int64_t oy = oy0; oy < oy1; ++oy) {
       const float* base = ibuf + (oy - oy0) * g.sh * iwp * L;
-      if (g.kh == 3 && g.kw == 3)
-        DwPixels<3, 3>(base, g, w, vb, obuf);
+      const bool unit = g.dh == 1 && g.dw == 1;
+      if (unit && g.kh == 3 && g.kw == 3 && g.sw == 1)
+        DwPixels<3, 3, 1>(base, g, w, vb, obuf);
+      else if (unit && g.kh == 3 && g.kw == 3 && g.sw == 2)
+        DwPixels<3, 3, 2>(base, g, w, vb, obuf);
 #if !defined(__EMSCRIPTEN__)  // (the WebAssembly binary's size is a product metric)
-      else if (g.kh == 5 && g.kw == 5)
-        DwPixels<5, 5>(base, g, w, vb, obuf);
+      else if (unit && g.kh == 5 && g.kw == 5 && g.sw == 1)
+        DwPixels<5, 5, 1>(base, g, w, vb, obuf);
+      else if (unit && g.kh == 5 && g.kw == 5 && g.sw == 2)
+        DwPixels<5, 5, 2>(base, g, w, vb, obuf);
 #endif
       else
-        DwPixels<0, 0>(base, g, w, vb, obuf);
+        DwPixels<0, 0, 0>(base, g, w, vb, obuf);
       const int64_t yo = (n * g.C + c0) * plane_out + oy * g.ow;
       for (int64_t x0 = 0; x0 < g.ow; x0 += L) {
         const int64_t nx = std::min(L, g.ow - x0);
@@ -553,6 +579,25 @@ bool blocked_suits(const DepthwiseArgs& a, int64_t L) {
   return a.ow < 4 * L || a.sh > 1 || a.sw > 1 || a.dh > 1 || a.dw > 1;
 }
 
+/// out = w [channels][taps] as [ceil(channels / L)][taps][L], lanes past channels zero.
+void pack_blocked(const float* w, int64_t channels, int64_t taps, int64_t L,
+                  std::vector<float>& out) {
+  const int64_t cblocks = (channels + L - 1) / L;
+  out.assign(static_cast<size_t>(cblocks * taps * L), 0.0f);
+  for (int64_t cb = 0; cb < cblocks; ++cb)
+    for (int64_t l = 0; l < L && cb * L + l < channels; ++l) {
+      const float* wc = w + (cb * L + l) * taps;
+      float* o = out.data() + cb * taps * L + l;
+      for (int64_t t = 0; t < taps; ++t) o[t * L] = wc[t];
+    }
+}
+
+std::vector<float> depthwise_pack_blocked(const float* w, int64_t channels, int64_t taps) {
+  std::vector<float> out;
+  pack_blocked(w, channels, taps, HWY_DYNAMIC_DISPATCH(DwLanes)(), out);
+  return out;
+}
+
 void depthwise_blocked(const DepthwiseArgs& a, int64_t L, ThreadPool* pool) {
   DwBlockGeom g{a.channels, a.ih, a.iw, a.oh, a.ow, a.kh, a.kw, a.sh, a.sw, a.dh, a.dw, a.ph, a.pw,
                 0, 0, 0, 0};
@@ -575,21 +620,17 @@ void depthwise_blocked(const DepthwiseArgs& a, int64_t L, ThreadPool* pool) {
     g.rows_per = (a.oh + g.rblocks - 1) / g.rblocks;
     g.rblocks = (a.oh + g.rows_per - 1) / g.rows_per;
   }
-  // Weights and biases by channel block, lanes past the last channel zero.
+  // Weights (unless prepacked) and biases by channel block, lanes past the last channel zero.
   thread_local std::vector<float> wt, bt;
-  wt.assign(static_cast<size_t>(g.cblocks * taps * L), 0.0f);
+  if (!a.w_blocked) pack_blocked(a.w, a.channels, taps, L, wt);
   bt.assign(static_cast<size_t>(g.cblocks * L), 0.0f);
-  for (int64_t c = 0; c < a.channels; ++c) {
-    const int64_t cb = c / L, l = c % L;
-    for (int64_t t = 0; t < taps; ++t)
-      wt[static_cast<size_t>((cb * taps + t) * L + l)] = a.w[c * taps + t];
-    if (a.ep.bias) bt[static_cast<size_t>(cb * L + l)] = a.ep.bias[c];
-  }
+  if (a.ep.bias) std::copy(a.ep.bias, a.ep.bias + a.channels, bt.begin());
   const int64_t rows_in = (g.rows_per - 1) * a.sh + (a.kh - 1) * a.dh + 1;
-  const size_t ibuf_floats = static_cast<size_t>(rows_in * g.iwp * L);
+  // (+ slack: DwPixels' last block of four pixels reads up to 3 sw pixels past a row.)
+  const size_t ibuf_floats = static_cast<size_t>(rows_in * g.iwp * L + 8 * L);
   const size_t obuf_floats = static_cast<size_t>((a.ow + L - 1) / L * L * L);
   const auto fn = HWY_DYNAMIC_DISPATCH(DwBlocked);
-  const float* wp = wt.data();
+  const float* wp = a.w_blocked ? a.w_blocked : wt.data();
   const float* bp = bt.data();
   auto run = [&](int64_t t0, int64_t t1) {
     thread_local std::vector<float> ibuf, obuf;

@@ -17,6 +17,7 @@
 // epilogue. Threads over (image, block of L channels, block of output rows).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "simd/conv_epilogue.h"
 
@@ -45,7 +46,15 @@ struct DepthwiseArgs {
   int64_t oh = 0, ow = 0;
   Epilogue ep;
   DwKernel kernel = DwKernel::kAuto;
+  /// W in the channel-blocked kernel's layout (depthwise_pack_blocked, made once for a
+  /// constant W), or null: that kernel then lays W out on each call.
+  const float* w_blocked = nullptr;
 };
+
+/// W [channels, 1, kh, kw] (one output channel per input channel) in the channel-blocked
+/// kernel's layout, [ceil(channels / L)][kh * kw][L] with L the SIMD target's floats per
+/// vector (lanes past the last channel zero).
+std::vector<float> depthwise_pack_blocked(const float* w, int64_t channels, int64_t taps);
 
 /// Runs the convolution (pool may be null).
 void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool = nullptr);

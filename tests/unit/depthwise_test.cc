@@ -1,7 +1,8 @@
 // simd::depthwise_conv2d, both of its kernels (per-plane and channel-blocked) on every
 // shape, against a direct double-precision loop written here: random channel counts
 // (partial vectors of channels included), planes from 1x1, kernels 1 to 5, strides 1 to
-// 3, dilations, pads, batch 2, bias, residual and activations, on 1 and 3 threads.
+// 3, dilations, pads, batch 2, bias, residual and activations, on 1 and 3 threads, W as
+// given and prepacked.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -46,7 +47,10 @@ double activate(simd::Act a, double v) {
 }
 
 /// Largest |got - ref| / (1 + |ref|) over the output.
-double check(const DwCase& k, simd::DwKernel kernel, ThreadPool* pool, std::mt19937& rng) {
+/// prepack: W given in the blocked kernel's layout too (simd::depthwise_pack_blocked, as the
+/// Conv kernel does for a constant W).
+double check(const DwCase& k, simd::DwKernel kernel, ThreadPool* pool, std::mt19937& rng,
+             bool prepack = false) {
   std::normal_distribution<float> nd;
   const int64_t oh = k.oh(), ow = k.ow();
   std::vector<float> x(static_cast<size_t>(k.n * k.c * k.ih * k.iw)), w(static_cast<size_t>(k.c * k.kh * k.kw));
@@ -79,6 +83,11 @@ double check(const DwCase& k, simd::DwKernel kernel, ThreadPool* pool, std::mt19
   a.ep.act.alpha = 0.0f;
   a.ep.act.beta = 6.0f;
   a.kernel = kernel;
+  std::vector<float> packed;
+  if (prepack) {
+    packed = simd::depthwise_pack_blocked(w.data(), k.c, k.kh * k.kw);
+    a.w_blocked = packed.data();
+  }
   simd::depthwise_conv2d(a, pool);
   double worst = 0;
   for (int64_t n = 0; n < k.n; ++n)
@@ -134,6 +143,7 @@ TEST(Depthwise, BothKernelsMatchDirectLoopOnRandomShapes) {
         const double err = check(k, kernel, pool, rng);
         ASSERT_LT(err, 2e-5) << k.str() << " kernel " << static_cast<int>(kernel) << (pool ? " 3 threads" : " 1 thread");
       }
+    ASSERT_LT(check(k, simd::DwKernel::kBlocked, &three, rng, true), 2e-5) << k.str() << " prepacked W";
   }
   EXPECT_GT(runs, 200);
 }

@@ -111,6 +111,7 @@ class ConvKernel final : public Kernel {
   /// A pointwise W^T packed for the transposed GEMM (conv_pointwise_t.h): made instead of
   /// packed_ when the static output shape is a small image.
   std::unique_ptr<PointwiseT> pwt_;
+  std::vector<float> dw_blocked_;  ///< a depthwise W by channel block (simd::depthwise_pack_blocked)
 };
 
 /// 1x1, stride 1, unpadded, undilated, one group, input extent = output extent.
@@ -145,7 +146,10 @@ bool ConvKernel::init(const KernelInit& init) {
   const int64_t maps = wd[0], cg = wd[1], mg = maps / group_;
   const float* wp = w_.data<float>();
   const bool is2d = wd.size() == 4;
-  if (is2d && cg == 1) return true;  // depthwise
+  if (is2d && cg == 1) {  // depthwise: W laid out once for the channel-blocked kernel
+    if (mg == 1) dw_blocked_ = simd::depthwise_pack_blocked(wp, maps, wd[2] * wd[3]);
+    return true;
+  }
 
   // Winograd's 4x larger weights are made only for the kernels it may take.
   auto ones = [](const std::vector<int64_t>& v) {
@@ -379,6 +383,7 @@ void ConvKernel::run(KernelContext& ctx) const {
       a.ep.bias = io.bias;
       a.ep.z = io.z;
       a.ep.act = act_;
+      if (!dw_blocked_.empty() && s.mg == 1) a.w_blocked = dw_blocked_.data();
       simd::depthwise_conv2d(a, pool);
       return;
     }
