@@ -254,8 +254,15 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, c
   const int64_t units = s.batch * s.group * tiles;
   const float* x_end = io.x + s.batch * s.channels * g.in_size;
   std::vector<int64_t> koffs = kernel_offsets(g);
-  const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
+  const double macs = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
                       static_cast<double>(OS) * static_cast<double>(K);
+  // A 1x1 image (conv_gemv below: the squeeze-excite layers after a global pooling) reads
+  // each weight once from memory, where in a run W is rarely still cached: a multiply-add
+  // there costs about what 16 do in a GEMM, so the threads share W's reading (MobileNetV3's
+  // 576 -> 144 and 144 -> 576 layers, 20-35 us on one thread in a run, 5-10 us when their
+  // W is hot).
+  const bool gemv = pointwise && OS == 1 && g.in_size == 1;
+  const double work = gemv ? 16.0 * macs : macs;
   const int64_t npan = (nt + nr - 1) / nr, unit_floats = npan * nr * K;
   if (!pointwise && threads > 1 && units < 3 * threads && strips > 1 &&
       units * unit_floats <= kSharedFloats && work >= double(1 << 20)) {
