@@ -20,6 +20,7 @@
 // clang-format on
 
 #include "simd/conv_epilogue-inl.h"
+#include "simd/tail-inl.h"
 
 #ifndef ONYX_SIMD_GEMM_CONV_ONCE
 #define ONYX_SIMD_GEMM_CONV_ONCE
@@ -390,7 +391,64 @@ void Gemv(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const 
   }
 }
 
+/// y[m - m0] for m in [m0, m1) = sum over p < K of at[p * ldat + m] * x[p]: the GEMV with W
+/// transposed at planning, vectorized along the rows (no horizontal sums), four vectors of
+/// rows per pass over x. Reads up to four vectors past m1 in each row of at.
+void GemvT(int64_t K, const float* at, int64_t ldat, int64_t m0, int64_t m1, const float* x,
+           float* y) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t m = m0;
+  for (; m + 4 * L <= m1; m += 4 * L) {
+    VF s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+    const float* c = at + m;
+    for (int64_t p = 0; p < K; ++p, c += ldat) {
+      const VF xv = hn::Set(d, x[p]);
+      s0 = hn::MulAdd(hn::LoadU(d, c), xv, s0);
+      s1 = hn::MulAdd(hn::LoadU(d, c + L), xv, s1);
+      s2 = hn::MulAdd(hn::LoadU(d, c + 2 * L), xv, s2);
+      s3 = hn::MulAdd(hn::LoadU(d, c + 3 * L), xv, s3);
+    }
+    hn::StoreU(s0, d, y + (m - m0));
+    hn::StoreU(s1, d, y + (m - m0) + L);
+    hn::StoreU(s2, d, y + (m - m0) + 2 * L);
+    hn::StoreU(s3, d, y + (m - m0) + 3 * L);
+  }
+  if (m < m1) {  // the last 1-4 vectors in one pass too (rows of at are readable 4 vectors past m1)
+    VF s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+    const float* c = at + m;
+    for (int64_t p = 0; p < K; ++p, c += ldat) {
+      const VF xv = hn::Set(d, x[p]);
+      s0 = hn::MulAdd(hn::LoadU(d, c), xv, s0);
+      s1 = hn::MulAdd(hn::LoadU(d, c + L), xv, s1);
+      s2 = hn::MulAdd(hn::LoadU(d, c + 2 * L), xv, s2);
+      s3 = hn::MulAdd(hn::LoadU(d, c + 3 * L), xv, s3);
+    }
+    HWY_ALIGN float tmp[4 * HWY_MAX_BYTES / sizeof(float)];
+    hn::Store(s0, d, tmp);
+    hn::Store(s1, d, tmp + L);
+    hn::Store(s2, d, tmp + 2 * L);
+    hn::Store(s3, d, tmp + 3 * L);
+    std::copy(tmp, tmp + (m1 - m), y + (m - m0));
+  }
+}
+
 void ApplyEpilogue(float* y, int64_t rows, int64_t cols, int64_t ldy, const Epilogue& ep) {
+  if (cols == 1 && ldy == 1 && (!ep.z || ep.ldz == 1)) {
+    // One column stored contiguously (a GEMV's output): the rows are the vector lanes, each
+    // with its own bias.
+    const DF d;
+    const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+    for (int64_t i = 0; i < rows; i += L) {
+      const int64_t n = std::min<int64_t>(L, rows - i);
+      const auto mask = hn::FirstN(d, static_cast<size_t>(n));
+      VF v = TailLoad(mask, d, y + i);
+      if (ep.bias) v = hn::Add(v, TailLoad(mask, d, ep.bias + i));
+      if (ep.z) v = hn::Add(v, TailLoad(mask, d, ep.z + i));
+      TailStore(ApplyAct(d, v, ep.act), mask, d, y + i);
+    }
+    return;
+  }
   for (int64_t i = 0; i < rows; ++i)
     EpilogueRow(y + i * ldy, ep.z ? ep.z + i * ep.ldz : nullptr, cols, ep.bias ? ep.bias[i] : 0.0f,
                 ep.act);
@@ -413,6 +471,7 @@ namespace onyx::simd {
 HWY_EXPORT(ConvGemm);
 HWY_EXPORT(ApplyEpilogue);
 HWY_EXPORT(Gemv);
+HWY_EXPORT(GemvT);
 HWY_EXPORT(MR);
 HWY_EXPORT(Lanes);
 
@@ -473,6 +532,18 @@ void conv_gemv(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, c
   if (m1 <= m0) return;
   HWY_DYNAMIC_DISPATCH(Gemv)(K, a, lda, m0, m1, x, y, ldy);
   if (ep) apply_epilogue(y, m1 - m0, 1, ldy, *ep);
+}
+
+int64_t conv_gemv_t_stride(int64_t M) {
+  const int64_t L = conv_gemm_lanes();
+  return (M + L - 1) / L * L + 4 * L;
+}
+
+void conv_gemv_t(int64_t K, const float* at, int64_t ldat, int64_t m0, int64_t m1, const float* x,
+                 float* y, const Epilogue* ep) {
+  if (m1 <= m0) return;
+  HWY_DYNAMIC_DISPATCH(GemvT)(K, at, ldat, m0, m1, x, y);
+  if (ep) apply_epilogue(y, m1 - m0, 1, 1, *ep);
 }
 
 void apply_epilogue(float* y, int64_t rows, int64_t cols, int64_t ldy, const Epilogue& ep) {

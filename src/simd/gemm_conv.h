@@ -67,4 +67,18 @@ void conv_pack_a(const float* a, int64_t lda, int64_t rows, int64_t K, float* ou
 void conv_gemv(int64_t K, const float* a, int64_t lda, int64_t m0, int64_t m1, const float* x,
                float* y, int64_t ldy, const Epilogue* ep);
 
+/// conv_gemv with W transposed: at is [K x M] (row stride ldat; each row readable up to
+/// four vectors past m1, see conv_gemv_t_stride), y[m - m0] for rows
+/// [m0, m1) contiguous = sum over p of at[p * ldat + m] * x[p], then the epilogue (bias and z
+/// indexed from row m0; z must be contiguous). Vectorized along the rows: no horizontal sums,
+/// so short depths (a squeeze-excite block's 48 -> 1152) cost no more per multiply-add than
+/// long ones; for few rows and a long depth (1152 -> 48) conv_gemv's dot products are
+/// quicker (their chains are short).
+void conv_gemv_t(int64_t K, const float* at, int64_t ldat, int64_t m0, int64_t m1, const float* x,
+                 float* y, const Epilogue* ep);
+
+/// The row stride of conv_gemv_t's transposed W for M rows: M rounded up to whole vectors
+/// plus four vectors of slack (zeros), so every load stays inside the matrix.
+int64_t conv_gemv_t_stride(int64_t M);
+
 }  // namespace onyx::simd

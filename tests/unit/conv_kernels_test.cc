@@ -555,6 +555,41 @@ TEST(ConvKernels, FusedPointwiseOnSmallImagesWithResidual) {
   }
 }
 
+TEST(ConvKernels, PointwiseGemvOfOneByOneImages) {
+  // A 1x1 convolution of a 1x1 image (a squeeze-excite block's layers after a global
+  // pooling): widening layers run on W^T made at planning, vectorized along the output
+  // channels with a contiguous epilogue (every lane its own bias and residual); narrowing
+  // ones on dot products. Channel counts around the vector widths, both directions, a
+  // batch of 2, through the fused kernel and through sessions (W constant or an input).
+  std::mt19937 rng(109);
+  const std::vector<std::pair<int64_t, int64_t>> cm = {
+      {1, 1}, {3, 5}, {4, 64}, {8, 65}, {48, 1152}, {17, 100}, {16, 63}, {20, 129}, {96, 24}, {1152, 48}, {7, 7}};
+  int i = 0;
+  for (const auto& [c, m] : cm) {
+    for (int rep = 0; rep < 3; ++rep, ++i) {
+      ConvCase cc;
+      cc.n = i % 4 == 1 ? 2 : 1;
+      cc.c = c;
+      cc.m = m;
+      cc.in = {1, 1};
+      cc.k = {1, 1};
+      cc.strides = {1, 1};
+      cc.dil = {1, 1};
+      cc.pads = {0, 0, 0, 0};
+      cc.bias = rep != 1;
+      cc.z = rep == 2;
+      cc.act = (i * 5) % all_acts().size();
+      cc.threads = i % 2 == 0 ? 1 : 3;
+      const CaseData d = make_data(cc, rng);
+      check_fused(cc, d);
+      if (HasFatalFailure()) return;
+      cc.w_const = rep != 0;
+      check_conv(cc, rng);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST(ConvKernels, FusedConvActivationsOnLargeValues) {
   // Sums far from 0 (inputs scaled by 20): the activations saturate, Sigmoid's exp
   // overflows, GELU's erf tail is 0 or 1.

@@ -112,7 +112,36 @@ class ConvKernel final : public Kernel {
   /// packed_ when the static output shape is a small image.
   std::unique_ptr<PointwiseT> pwt_;
   std::vector<float> dw_blocked_;  ///< a depthwise W by channel block (simd::depthwise_pack_blocked)
+  /// A pointwise W^T [cg x gemv_ld_] for the GEMV of a 1x1 image (squeeze-excite layers;
+  /// simd::conv_gemv_t), made instead of packed_ when the static output is 1x1 and the
+  /// layer widens (maps >= cg: 48 -> 1152 took 42 us as dot products, whose horizontal sums
+  /// dominate over 3 vectors of depth, and ~9 us so; 1152 -> 48 stays with them).
+  std::vector<float> gemv_wt_;
+  int64_t gemv_ld_ = 0;
 };
+
+/// The 1x1 convolution of 1x1 images with W^T made at planning: per image, y = W x as
+/// vectors along the output channels, threads over blocks of channels (W is rarely still
+/// cached in a run, so the threads share its reading: see conv_im2col_gemm's GEMV).
+void conv_gemv_1x1(const ConvShape& s, const float* wt, int64_t ld, const ConvIO& io, ThreadPool* pool) {
+  const int64_t M = s.maps, K = s.cg, L = simd::conv_gemm_lanes();
+  const double work = 16.0 * double(M) * double(K);
+  const int64_t blocks = (M + 4 * L - 1) / (4 * L);
+  const int64_t per = (M + blocks - 1) / blocks;
+  for (int64_t n = 0; n < s.batch; ++n) {
+    const float* x = io.x + n * K;
+    float* y = io.y + n * M;
+    conv_parallel(pool, blocks, work, [&](int64_t b0, int64_t b1) {
+      const int64_t m0 = std::min(M, b0 * per), m1 = std::min(M, b1 * per);
+      simd::Epilogue ep;
+      ep.bias = io.bias ? io.bias + m0 : nullptr;
+      ep.z = io.z ? io.z + n * M + m0 : nullptr;
+      ep.ldz = 1;
+      ep.act = io.act;
+      simd::conv_gemv_t(K, wt, ld, m0, m1, x, y + m0, &ep);
+    });
+  }
+}
 
 /// 1x1, stride 1, unpadded, undilated, one group, input extent = output extent.
 bool pointwise_geometry(const ConvShape& s) {
@@ -217,6 +246,12 @@ bool ConvKernel::init(const KernelInit& init) {
         all_are(pads_, 0) && (auto_pad_ == "NOTSET" || auto_pad_ == "VALID"))
       pwt_ = PointwiseT::make(wp, maps, cg, node.attr_s("activation", ""),
                               node.attr_floats("activation_params"));
+  }
+  if (gemv_only && group_ == 1 && small_w && w_.numel() == maps * cg && maps >= cg) {
+    gemv_ld_ = simd::conv_gemv_t_stride(maps);
+    gemv_wt_.assign(static_cast<size_t>(cg * gemv_ld_), 0.0f);
+    for (int64_t m = 0; m < maps; ++m)
+      for (int64_t c = 0; c < cg; ++c) gemv_wt_[static_cast<size_t>(c * gemv_ld_ + m)] = wp[m * cg + c];
   }
   if (!has_wino_ && !gemv_only && !pwt_ && small_w) {
     const int64_t kd = w_.numel() / maps, per = simd::conv_pack_a_size(mg, kd);
@@ -356,6 +391,11 @@ void ConvKernel::run(KernelContext& ctx) const {
   if (pwt_ && pointwise_geometry(s) && s.maps == pwt_->maps() && s.cg == pwt_->channels() &&
       pointwise_t_suits(s.g.out_size, s.maps, s.cg)) {
     pwt_->run(s.batch, io.x, s.g.out_size, io.bias, io.z, io.y, pool);
+    return;
+  }
+  if (!gemv_wt_.empty() && pointwise_geometry(s) && s.g.out_size == 1 && s.maps * s.cg == w_.numel() &&
+      s.cg * gemv_ld_ == static_cast<int64_t>(gemv_wt_.size())) {
+    conv_gemv_1x1(s, gemv_wt_.data(), gemv_ld_, io, pool);
     return;
   }
   switch (choose(s, w_const_)) {
