@@ -37,5 +37,32 @@ cases=(test_conv_with_strides_padding test_gemm_default_no_bias test_lstm_defaul
        test_equal_string_broadcast test_string_concat_broadcasting)
 args=()
 for c in "${cases[@]}"; do [ -d "$suite/$c" ] && args+=("$suite/$c"); done
+# Model cases: the digit readers on reference crops, against the native reference kernels
+# (outputs of `onyx run --reference`): their 3x3 layers of 16-64 input channels take
+# Winograd F(4x4, 3x3) in WebAssembly only (src/kernels/cpu/conv_winograd.cc), so this is
+# where that choice is checked, at the node cases' tolerance. They need the native CLI.
+native=${ONYX_NATIVE_BUILD:-build}
+if [ -x "$native/onyx" ]; then
+  cases="$build/model-cases"
+  rm -rf "$cases"
+  for reader in crnn-digits crnn-digits/v2; do
+    model=$(ls models/$reader/*.onnx | head -1)
+    for crop in 0000 0042 0137; do
+      d="$cases/$(echo "$reader" | tr / -)-$crop"
+      mkdir -p "$d/test_data_set_0"
+      cp "$model" "$d/model.onnx"
+      "$native/onyx" ocr "$model" "models/$reader/reference/images/$crop.png" --save-inputs "$d/in" \
+        >"$d/log" 2>&1 || { cat "$d/log"; exit 1; }
+      mv "$d/in/$crop.npy" "$d/test_data_set_0/input_0.npy"
+      "$native/onyx" run "$model" --input "input=$d/test_data_set_0/input_0.npy" --reference -o "$d/out" \
+        >"$d/log" 2>&1 || { cat "$d/log"; exit 1; }
+      mv "$d/out/logits.npy" "$d/test_data_set_0/output_0.npy"
+      rm -rf "$d/in" "$d/out" "$d/log"
+      args+=("$d")
+    done
+  done
+else
+  echo "test_wasm.sh: SKIPPED the digit-reader model cases: they need the native CLI ($native/onyx; make build)"
+fi
 echo "wasm (Node $(node --version)):"
 NODE_PATH=/usr/share/nodejs node --no-experimental-fetch "$build/onyx_wasm_check.js" "${args[@]}"

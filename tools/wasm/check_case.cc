@@ -1,6 +1,6 @@
 // A small program for the WebAssembly build: runs model folders laid out like the
-// ONNX node tests (model.onnx + test_data_set_0/{input,output}_N.pb) and compares the
-// outputs, so CI can prove the core library runs under Node as it does natively.
+// ONNX node tests (model.onnx + test_data_set_0/{input,output}_N.pb, or .npy) and compares
+// the outputs, so CI can prove the core library runs under Node as it does natively.
 // Built with -sNODERAWFS=1: paths are the host's.
 //
 // `onyx_wasm_check --profile RUNS MODEL.onnx INPUT.npy...` instead times RUNS runs of a
@@ -73,18 +73,24 @@ std::vector<std::pair<std::string, Value>> graph_feeds(const ir::Graph& g, F&& r
   return feeds;
 }
 
+/// test_data_set_0/<stem>.pb, or <stem>.npy where there is no .pb (the model cases that
+/// scripts/test_wasm.sh writes with the native CLI).
+Value read_case_value(const fs::path& dir, const std::string& stem, const ir::TypeInfo& type) {
+  const fs::path pb = dir / "test_data_set_0" / (stem + ".pb");
+  if (fs::exists(pb)) return format::read_value_file(pb.string(), type);
+  return Value(format::read_npy_file((dir / "test_data_set_0" / (stem + ".npy")).string()));
+}
+
 bool check(const fs::path& dir) {
   try {
     auto s = Session::open((dir / "model.onnx").string());
     const ir::Graph& g = *session_model(*s).graph;
     auto feeds = graph_feeds(g, [&](size_t k, const auto& v) {
-      fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb");
-      return format::read_value_file(p.string(), v.type);
+      return read_case_value(dir, "input_" + std::to_string(k), v.type);
     });
     auto outs = s->run(feeds);
     for (size_t i = 0; i < g.outputs.size(); ++i) {
-      fs::path p = dir / "test_data_set_0" / ("output_" + std::to_string(i) + ".pb");
-      Value e = format::read_value_file(p.string(), g.outputs[i].type);
+      Value e = read_case_value(dir, "output_" + std::to_string(i), g.outputs[i].type);
       std::string why;
       if (!e.is_tensor() || !outs[i].is_tensor() || !close_enough(e.tensor(), outs[i].tensor(), why)) {
         std::printf("FAIL %s: output %zu %s\n", dir.filename().c_str(), i, why.c_str());
