@@ -260,6 +260,48 @@ void pool_2x2s2_impl(const float* x, int64_t iw, float* y, int64_t oh, int64_t o
   }
 }
 
+/// Windows one column wide without a column stride or pad (the digit readers' 2x1 pools):
+/// an output row folds its window's input rows straight from X, whole vectors along the
+/// row, no padded lines.
+template <bool kMax>
+void pool_vertical_impl(const PoolGeom& g, const float* x, float* y, const float* row_scale,
+                        const float* col_scale) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t w = g.ow;
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    const int64_t base = oy * g.sh - g.ph;
+    int64_t t0 = 0, t1 = g.kh;
+    while (t0 < t1 && base + t0 * g.dh < 0) ++t0;
+    while (t1 > t0 && base + (t1 - 1) * g.dh >= g.ih) --t1;
+    float* yr = y + oy * w;
+    const float* r0 = x + (base + t0 * g.dh) * g.iw;
+    const int64_t step = g.dh * g.iw;
+    const VF vs = hn::Set(d, row_scale ? row_scale[oy] : 1.0f);
+    auto fold = [&](auto load, int64_t ox) {
+      TapFold<kMax> f;
+      for (int64_t t = t0; t < t1; ++t) f.add(load(r0 + (t - t0) * step + ox));
+      VF acc = f.result();
+      if (row_scale) acc = hn::Mul(acc, hn::Mul(vs, col_scale ? load(col_scale + ox) : hn::Set(d, 1.0f)));
+      return acc;
+    };
+    int64_t ox = 0;
+    for (; ox + L <= w; ox += L) hn::StoreU(fold([&](const float* p) { return hn::LoadU(d, p); }, ox), d, yr + ox);
+    if (ox < w) {
+      const auto m = hn::FirstN(d, static_cast<size_t>(w - ox));
+      TailStore(fold([&](const float* p) { return TailLoad(m, d, p); }, ox), m, d, yr + ox);
+    }
+  }
+}
+
+void PoolVertical(const PoolGeom& g, const float* x, float* y, bool max, const float* row_scale,
+                  const float* col_scale) {
+  if (max)
+    pool_vertical_impl<true>(g, x, y, row_scale, col_scale);
+  else
+    pool_vertical_impl<false>(g, x, y, row_scale, col_scale);
+}
+
 void Pool2x2S2(const float* x, int64_t iw, float* y, int64_t oh, int64_t ow, bool max) {
   if (max)
     pool_2x2s2_impl<true>(x, iw, y, oh, ow);
@@ -306,6 +348,7 @@ HWY_EXPORT(PoolPlane);
 HWY_EXPORT(PoolPlanePadded);
 HWY_EXPORT(PoolLanes);
 HWY_EXPORT(Pool2x2S2);
+HWY_EXPORT(PoolVertical);
 
 
 void pool_plane(const PoolGeom& g, const float* x, float* y, bool max, const float* row_scale,
@@ -315,6 +358,11 @@ void pool_plane(const PoolGeom& g, const float* x, float* y, bool max, const flo
   if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1 && g.ph == 0 &&
       g.pw == 0 && 2 * g.oh <= g.ih && 2 * g.ow <= g.iw) {
     HWY_DYNAMIC_DISPATCH(Pool2x2S2)(x, g.iw, y, g.oh, g.ow, max);
+    return;
+  }
+  // One column per window, no column stride or pad: rows folded straight from X.
+  if (g.kw == 1 && g.sw == 1 && g.pw == 0 && g.ow == g.iw) {
+    HWY_DYNAMIC_DISPATCH(PoolVertical)(g, x, y, max, row_scale, col_scale);
     return;
   }
   thread_local std::vector<float> rows, line, cols;

@@ -68,7 +68,7 @@ TEST(PoolKernels, WindowPoolsMatchReference) {
 TEST(PoolKernels, ModelShapesMatchReference) {
   // The pools of the benchmark models: resnet's 3x3/2 MaxPool, SPPF's 5x5/1, UNet's 2x2/2,
   // densenet's 2x2/2 average, an Inception-style 3x3/1 average with pads, the digit
-  // reader's 2x2/2 on odd sizes (the fast path's element-by-element tail).
+  // reader's 2x2/2 on odd sizes (the fast path's element-by-element tail) and 2x1/2x1.
   std::mt19937 rng(302);
   struct Case {
     const char* op;
@@ -84,6 +84,12 @@ TEST(PoolKernels, ModelShapesMatchReference) {
       {"AveragePool", {1, 32, 56, 56}, {2, 2}, {2, 2}, {0, 0, 0, 0}, 0},
       {"AveragePool", {1, 24, 35, 35}, {3, 3}, {1, 1}, {1, 1, 1, 1}, 0},
       {"AveragePool", {1, 24, 35, 35}, {3, 3}, {1, 1}, {1, 1, 1, 1}, 1},
+      // The digit reader's 2x1/2x1 pools (one column per window: folded straight from X).
+      {"MaxPool", {1, 64, 8, 56}, {2, 1}, {2, 1}, {0, 0, 0, 0}, 0},
+      {"MaxPool", {2, 64, 5, 57}, {2, 1}, {2, 1}, {0, 0, 0, 0}, 0},
+      {"MaxPool", {1, 8, 9, 40}, {3, 1}, {1, 1}, {1, 0, 1, 0}, 0},
+      {"AveragePool", {1, 8, 9, 37}, {3, 1}, {2, 1}, {1, 0, 1, 0}, 0},
+      {"AveragePool", {1, 8, 9, 37}, {3, 1}, {2, 1}, {1, 0, 1, 0}, 1},
   };
   for (const Case& c : cases) {
     TwinCase t;
