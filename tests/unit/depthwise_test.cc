@@ -57,8 +57,12 @@ double check(const DwCase& k, simd::DwKernel kernel, ThreadPool* pool, std::mt19
   std::vector<float> b(static_cast<size_t>(k.c)), z(static_cast<size_t>(k.n * k.c * oh * ow));
   for (auto* v : {&x, &w, &b, &z})
     for (float& f : *v) f = nd(rng);
-  // NaN in Y: an output the kernel does not write shows up.
-  std::vector<float> y(z.size(), std::nanf(""));
+  // NaN in Y: an output the kernel does not write shows up. Guard values after it: a
+  // store past the last output does.
+  constexpr size_t kGuard = 64;
+  constexpr float kGuardValue = 12345.0f;
+  std::vector<float> y(z.size() + kGuard, std::nanf(""));
+  std::fill(y.end() - kGuard, y.end(), kGuardValue);
   simd::DepthwiseArgs a;
   a.batch = k.n;
   a.channels = k.c;
@@ -90,6 +94,8 @@ double check(const DwCase& k, simd::DwKernel kernel, ThreadPool* pool, std::mt19
   }
   simd::depthwise_conv2d(a, pool);
   double worst = 0;
+  for (size_t i = z.size(); i < y.size(); ++i)
+    if (y[i] != kGuardValue) worst = INFINITY;  // written past Y's end
   for (int64_t n = 0; n < k.n; ++n)
     for (int64_t c = 0; c < k.c; ++c)
       for (int64_t oy = 0; oy < oh; ++oy)
@@ -146,6 +152,34 @@ TEST(Depthwise, BothKernelsMatchDirectLoopOnRandomShapes) {
     ASSERT_LT(check(k, simd::DwKernel::kBlocked, &three, rng, true), 2e-5) << k.str() << " prepacked W";
   }
   EXPECT_GT(runs, 200);
+}
+
+TEST(Depthwise, WideThreeByThreeRows) {
+  // The per-plane kernel's wide rows (DwRows: whole vectors past ow into the next row, never
+  // past the call's last row, which the guard values after Y check): rows of whole and
+  // partial vectors (64 = four AVX-512 vectors, 56, 71, 130), several row counts, residual
+  // and activation, 1 and 3 threads.
+  std::mt19937 rng(212);
+  ThreadPool three(3);
+  int i = 0;
+  for (int64_t w : {64, 56, 71, 130}) {
+    for (int64_t h : {4, 5, 8, 11, 56}) {
+      DwCase k;
+      k.n = i % 5 == 4 ? 2 : 1;
+      k.c = 3 + i % 4;
+      k.ih = h;
+      k.iw = w;
+      k.kh = k.kw = 3;
+      k.sh = k.sw = k.dh = k.dw = 1;
+      k.ph = k.pw = k.pb = k.pr = 1;
+      k.bias = i % 2 == 0;
+      k.z = i % 3 != 2;
+      k.act = i % 2 ? simd::Act::kClip : simd::Act::kSiLU;
+      ++i;
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &three})
+        ASSERT_LT(check(k, simd::DwKernel::kPlanes, pool, rng), 2e-5) << k.str() << (pool ? " 3 threads" : " 1 thread");
+    }
+  }
 }
 
 TEST(Depthwise, HugeDilationOverPaddingStaysOffTheBlockedKernel) {
