@@ -78,7 +78,10 @@ const sessionReady = () => once('sessionP', loadSession);
 
 /** The reader's manifest entry: model URL, expected hash and card facts (state.meta). */
 async function loadManifest() {
-  const man = await (await fetch('/manifest.json')).json();
+  // index.html's head script requested it as the page opened.
+  const boot = window.onyxBoot?.manifest;
+  if (window.onyxBoot) window.onyxBoot.manifest = null;
+  const man = await (boot ?? fetch('/manifest.json').then((r) => r.json()));
   const entry = man.models[READER];
   if (!entry && !q.get('model')) throw new Error(`no model '${READER}' in the manifest (${Object.keys(man.models).join(', ')})`);
   state.meta = entry?.meta ?? null;
@@ -87,9 +90,15 @@ async function loadManifest() {
 }
 const manifestReady = () => once('manifestP', loadManifest);
 
+const THREADS = q.get('threads') ? Number(q.get('threads')) : undefined;
+// The session's and preprocessTextLine's (which may come first) plans agree: one worker.
+if (THREADS) onyx.env.wasm.numThreads = THREADS;
+// onyx-web's worker, started by index.html's head script.
+if (window.onyxBoot?.worker) onyx.env.wasm.worker = window.onyxBoot.worker;
+
 async function loadSession() {
   await manifestReady();
-  const threads = q.get('threads') ? Number(q.get('threads')) : undefined;
+  const threads = THREADS;
   $('exec').textContent = 'loading the model…';
   const s = await onyx.InferenceSession.create(state.modelUrl, {
     executionProviders: ['wasm'], intraOpNumThreads: threads, strict: q.get('strict') === '1',
@@ -97,6 +106,15 @@ async function loadSession() {
     onProgress: (p) => { $('exec').textContent = `downloading the model… ${Math.round(p.loaded / 1024)} KiB${p.total ? ` of ${Math.round(p.total / 1024)}` : ''}`; },
   });
   state.session = s;
+  return s;
+}
+
+/** The session's build, threads and model facts, once: read() shows them after the first
+ * string (their layout would compete with the worker's first run). */
+function showSession() {
+  const s = state.session;
+  if (!s || state.sessionShown) return;
+  state.sessionShown = true;
   const x = s.execution;
   $('exec').innerHTML = '';
   const b = document.createElement('b');
@@ -106,7 +124,6 @@ async function loadSession() {
   document.body.dataset.artifact = x.artifact;
   $('t-exec').textContent = `${x.provider} · ${x.threads}`;
   showFacts(s, state.meta);
-  return s;
 }
 
 function preprocessParams() {
@@ -239,11 +256,16 @@ async function read(img, label) {
   clearError();
   try {
     performance.mark('page:crop-decoded');
-    await sessionReady();
+    // Preprocessing needs the card's parameters (the manifest), not the session: it is
+    // asked for now, and the worker runs it beside the session's creation.
+    const sessionP = sessionReady();
+    await manifestReady();
+    const xP = onyx.preprocessTextLine(img, preprocessParams());
+    xP.catch(() => {});  // awaited below, after the session's failure if both fail
+    await sessionP;
     performance.mark('page:session');
-    const x = await onyx.preprocessTextLine(img, preprocessParams());
+    const x = await xP;
     performance.mark('page:preprocessed');
-    showSeen(x);
     const { r, runMs } = await readOnyx(x);
     performance.mark('page:read');
     showResult(r);
@@ -260,7 +282,11 @@ async function read(img, label) {
       $('t-first').textContent = fmt(runMs);
       $('t-cold').textContent = fmt(cold);
       window.onyxPage.coldMs = cold;
+      showThumbnails();
     }
+    // After the string: their layout would compete with the worker's first run.
+    showSeen(x);
+    showSession();
     document.body.dataset.state = 'warm';
     $('t-text').textContent = r.text;
     $('t-warm').textContent = fmt(await warm(x));
@@ -271,23 +297,34 @@ async function read(img, label) {
     showError(state.session ? 'Could not read the crop' : 'Could not load the model', e);
   } finally {
     state.busy = false;
+    showSession();
+    showThumbnails();
   }
 }
 window.onyxPage.read = read;
 window.onyxPage.decode = decode;
 
-// Samples.
+// Samples. Their thumbnails load once the first string is shown (or the first read
+// failed, or nothing is read on load): before, their requests and decoding would compete
+// with the cold start's.
 const SAMPLES = ['0000', '0001', '0002', '0003', '0004', '0005'];
 for (const [i, k] of SAMPLES.entries()) {
   const b = document.createElement('button');
   const im = document.createElement('img');
-  im.src = `${SAMPLE_DIR}/${k}.png`;
+  im.dataset.src = `${SAMPLE_DIR}/${k}.png`;
   im.alt = `reference crop ${k}`;
+  im.width = 112; im.height = 28;  // the thumbnail's box while it loads
   b.append(im);
   b.title = `reference crop ${k}`;
   b.dataset.sample = String(i);
-  b.onclick = async () => read(await decode(await (await fetch(im.src)).blob()), `sample ${k}`);
+  b.onclick = async () => read(await decode(await (await fetch(im.dataset.src)).blob()), `sample ${k}`);
   $('samples').append(b);
+}
+let thumbsShown = false;
+function showThumbnails() {
+  if (thumbsShown) return;
+  thumbsShown = true;
+  for (const im of $('samples').querySelectorAll('img')) { im.removeAttribute('width'); im.removeAttribute('height'); im.src = im.dataset.src; }
 }
 
 // Tabs.
@@ -375,6 +412,7 @@ async function readFirstWithOrt(img) {
     $('o-first').textContent = fmt(runMs);
     $('o-cold').textContent = fmt(cold);
     window.onyxPage.coldMs = cold;
+    showThumbnails();
     $('exec').innerHTML = '';
     const b = document.createElement('b');
     b.textContent = `onnxruntime-web 1.30 · wasm · ${state.ort.env.wasm.numThreads} thread${state.ort.env.wasm.numThreads === 1 ? '' : 's'}`;
@@ -386,6 +424,7 @@ async function readFirstWithOrt(img) {
     showError('onnxruntime-web failed', e);
   } finally {
     state.busy = false;
+    showThumbnails();
   }
 }
 
@@ -398,12 +437,13 @@ if (q.get('runtime') === 'ort') {
   const k = SAMPLES[Number(q.get('sample') ?? 0)] ?? SAMPLES[0];
   ortReady().catch(() => {});  // readFirstWithOrt reports a failure
   fetch(`${SAMPLE_DIR}/${k}.png`).then((r) => r.blob()).then(decode)
-    .then(readFirstWithOrt).catch((e) => showError('Could not load the sample', e));
+    .then(readFirstWithOrt).catch((e) => { showError('Could not load the sample', e); showThumbnails(); });
 } else if (q.get('auto') !== '0') {
   const k = SAMPLES[Number(q.get('sample') ?? 0)] ?? SAMPLES[0];
   sessionReady().catch(() => {});  // read() reports a failure
   fetch(`${SAMPLE_DIR}/${k}.png`).then((r) => r.blob()).then(decode)
-    .then((img) => read(img, `sample ${k}`)).catch((e) => showError('Could not load the sample', e));
+    .then((img) => read(img, `sample ${k}`)).catch((e) => { showError('Could not load the sample', e); showThumbnails(); });
 } else {
-  sessionReady().catch((e) => showError('Could not load the model', e)).then(() => { document.body.dataset.state = document.body.dataset.state ?? 'ready'; });
+  showThumbnails();
+  sessionReady().then(showSession, (e) => showError('Could not load the model', e)).then(() => { document.body.dataset.state = document.body.dataset.state ?? 'ready'; });
 }

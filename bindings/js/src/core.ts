@@ -88,6 +88,39 @@ interface EmModule {
 
 const now = () => performance.now();
 
+/** A compiled .wasm: the request until its response's headers (fetchMs), and when those
+ * came (performance.timeOrigin + now(), comparable across the page and its worker). */
+export interface CompiledWasm {
+  module: WebAssembly.Module;
+  fetchMs: number;
+  headersAt: number;
+  bytes: number;
+}
+
+/** Downloads and compiles a .wasm, streaming the download into the compiler. */
+export async function compileWasm(url: string): Promise<CompiledWasm> {
+  const t0 = now();
+  let resp: Response;
+  try {
+    resp = await fetch(url);
+  } catch (e) {
+    throw makeError('Fetch', `cannot fetch ${url}: ${e instanceof Error ? e.message : e}`);
+  }
+  if (!resp.ok) throw makeError('Fetch', `cannot fetch ${url}: HTTP ${resp.status}`);
+  const t1 = now();  // the response's headers: the body streams into the compiler
+  let module: WebAssembly.Module;
+  let bytes = Number(resp.headers.get('Content-Length') ?? 0);
+  if (typeof WebAssembly.compileStreaming === 'function' &&
+      (resp.headers.get('Content-Type') ?? '').split(';')[0].trim() === 'application/wasm') {
+    module = await WebAssembly.compileStreaming(resp);
+  } else {
+    const b = await resp.arrayBuffer();
+    bytes = b.byteLength;
+    module = await WebAssembly.compile(b);
+  }
+  return { module, fetchMs: t1 - t0, headersAt: performance.timeOrigin + t1, bytes };
+}
+
 /** The loaded module with typed wrappers of its entry points. */
 export class Core {
   private constructor(private em: EmModule, readonly info: LoadInfo) {}
@@ -104,27 +137,15 @@ export class Core {
     return this.views;
   }
 
-  static async load(o: LoadOptions): Promise<Core> {
+  static async load(o: LoadOptions, compiledP?: Promise<CompiledWasm>): Promise<Core> {
     const artifact = o.threaded ? 'onyx-web-mt' : 'onyx-web';
     const base = o.wasmPaths;
-    const t0 = now();
-    // The glue (a small ES module) is imported while the .wasm downloads and compiles.
+    // The glue (a small ES module) is imported while the .wasm downloads and compiles
+    // (compiledP: started before, as the worker started).
     const glue = import(/* @vite-ignore */ base + artifact + '.mjs');
     glue.catch(() => {});  // awaited below
-    const resp = await fetch(base + artifact + '.wasm');
-    if (!resp.ok) throw makeError('Fetch', `cannot fetch ${base}${artifact}.wasm: HTTP ${resp.status}`);
-    const t1 = now();  // the response's headers: the body streams into the compiler
-    let compiled: WebAssembly.Module;
-    let wasmBytes = Number(resp.headers.get('Content-Length') ?? 0);
-    if (typeof WebAssembly.compileStreaming === 'function' &&
-        (resp.headers.get('Content-Type') ?? '').split(';')[0].trim() === 'application/wasm') {
-      // Compiles as the bytes arrive (and lets the browser cache the compiled code).
-      compiled = await WebAssembly.compileStreaming(resp);
-    } else {
-      const bytes = await resp.arrayBuffer();
-      wasmBytes = bytes.byteLength;
-      compiled = await WebAssembly.compile(bytes);
-    }
+    const w = await (compiledP ?? compileWasm(base + artifact + '.wasm'));
+    const compiled = w.module;
     const factory = (await glue).default;
     const m: EmModule = await factory({
       onyxPoolSize: o.threaded ? Math.max(0, o.poolSize) : 0,
@@ -137,14 +158,14 @@ export class Core {
       print: () => {},
       printErr: (s: string) => console.warn('onyx-web:', s),
     });
-    const t3 = now();
     const core = new Core(m, {
       artifact,
       version: '',
       maxThreads: 1,
-      wasmFetchMs: t1 - t0,  // to the response's headers
-      compileMs: t3 - t1,  // download streamed into compilation, then instantiation
-      wasmBytes,
+      wasmFetchMs: w.fetchMs,  // to the response's headers
+      // download streamed into compilation, then instantiation
+      compileMs: performance.timeOrigin + now() - w.headersAt,
+      wasmBytes: w.bytes,
     });
     core.info.version = m.UTF8ToString(m._onyx_web_version());
     core.info.maxThreads = o.threaded ? Math.max(1, o.poolSize + 1) : m._onyx_web_max_threads();

@@ -26,6 +26,13 @@ export const env = {
     wasmPaths: undefined as string | undefined,
     /** Run in a Web Worker (default true); false runs on the calling thread. */
     proxy: true,
+    /** onyx: a Worker the page started early from this package's onyx-web-worker.mjs
+     * (`new Worker(url, { type: 'module' })`, e.g. from the HTML head, so that its start
+     * overlaps the page's loading; `?build=onyx-web` or `?build=onyx-web-mt` on its URL
+     * makes it download and compile that build's .wasm as it starts); the first backend
+     * that needs a worker takes it (and sets this back to undefined) instead of starting
+     * one. */
+    worker: undefined as Worker | undefined,
   },
 };
 
@@ -135,7 +142,9 @@ class WorkerBackend implements Backend {
   /** How long the last lane run took, request to reply (ms), per session handle. */
   private laneMs = new Map<number, number>();
   constructor(workerUrl: string) {
-    this.w = new Worker(workerUrl, { type: 'module', name: 'onyx-web' });
+    const early = env.wasm.worker;
+    env.wasm.worker = undefined;
+    this.w = early ?? new Worker(workerUrl, { type: 'module', name: 'onyx-web' });
     this.w.onmessage = (e: MessageEvent) => {
       const { id, ok, result, error } = e.data as { id: number; ok: boolean; result: any; error: WireError };
       const p = this.pending.get(id);
@@ -296,8 +305,11 @@ class MainBackend implements Backend {
   }
 }
 
-const backends = new Map<string, Promise<Backend>>();
-let lastBackend: Promise<Backend> | null = null;
+/** A backend and when its module is loaded: a worker takes requests before that and
+ * serves them after (one round trip through the calling thread fewer). */
+interface Started { backend: Backend; loaded: Promise<Backend> }
+const backends = new Map<string, Started>();
+let lastBackend: Started | null = null;
 
 interface ThreadPlan {
   threaded: boolean;
@@ -320,23 +332,33 @@ function planThreads(asked0: number | undefined): ThreadPlan {
   return { threaded: true, threads: asked, asked, note: '', proxy };
 }
 
-async function getBackend(plan: ThreadPlan): Promise<{ backend: Backend; loadedNow: boolean }> {
+function startBackend(plan: ThreadPlan): Started & { loadedNow: boolean } {
   const paths = defaultWasmPaths();
   const key = `${plan.proxy}|${plan.threaded}|${plan.threads}|${paths}`;
-  let loadedNow = false;
-  let p = backends.get(key);
-  if (!p) {
-    loadedNow = true;
-    p = (async () => {
-      const b: Backend = plan.proxy ? new WorkerBackend(paths + 'onyx-web-worker.mjs') : new MainBackend();
+  let s = backends.get(key);
+  const loadedNow = !s;
+  if (!s) {
+    const b: Backend = plan.proxy ? new WorkerBackend(paths + 'onyx-web-worker.mjs') : new MainBackend();
+    const loaded = (async () => {
       b.info = await b.call('load', { wasmPaths: paths, threaded: plan.threaded, poolSize: plan.threads - 1 });
       return b;
     })();
-    backends.set(key, p);
-    p.catch(() => backends.delete(key));
+    const started = { backend: b, loaded };
+    s = started;
+    backends.set(key, started);
+    loaded.catch(() => { if (backends.get(key) === started) backends.delete(key); });
   }
-  lastBackend = p;
-  return { backend: await p, loadedNow };
+  lastBackend = s;
+  return { ...s, loadedNow };
+}
+
+/** Sends a request: to a worker at once, on the calling thread once the module is loaded. */
+async function callWhenReady(s: Started, op: string, args: unknown, transfer?: Transferable[]): Promise<any> {
+  if (!(s.backend instanceof WorkerBackend)) await s.loaded;
+  const r = s.backend.call(op, args, transfer);
+  r.catch(() => {});  // awaited below, after the module's loading (whose failure comes first)
+  await s.loaded;
+  return r;
 }
 
 function metadata(v: WireValueMetadata): InferenceSession.ValueMetadata {
@@ -391,8 +413,8 @@ export class InferenceSession {
         `[${eps.join(', ')}]: put 'wasm' first to accept it (onyx-web never falls back silently)`);
     const plan = planThreads(options.intraOpNumThreads ?? env.wasm.numThreads);
     // The module (worker, .wasm download and compilation) loads while the model downloads.
-    const backendP = getBackend(plan);
-    backendP.catch(() => {});  // awaited below; a failed model fetch must not leave it unhandled
+    const started = startBackend(plan);
+    started.loaded.catch(() => {});  // awaited below; a failed model fetch must not leave it unhandled
     let bytes: Uint8Array;
     let fetchMs = 0, fromCache = false, sha256 = '';
     // External data downloads beside the model.
@@ -429,12 +451,13 @@ export class InferenceSession {
     }
     const { external, transfer } = await extP;
     if (options.externalData?.length) fetchMs = Math.max(fetchMs, performance.now() - tExt);
-    const { backend, loadedNow } = await backendP;
+    const { backend, loadedNow } = started;
     const level = optimizeLevels[options.graphOptimizationLevel ?? 'all'] ?? 2;
     // The model is copied into the worker (the caller keeps its bytes); external data that
-    // was downloaded here is transferred.
-    const info: SessionInfo = await backend.call(
-      'create', { model: bytes, threads: plan.threads, strict: !!options.strict, optimize: level, external }, transfer);
+    // was downloaded here is transferred. The worker takes it while its module may still be
+    // loading.
+    const info: SessionInfo = await callWhenReady(
+      started, 'create', { model: bytes, threads: plan.threads, strict: !!options.strict, optimize: level, external }, transfer);
     if (backend instanceof WorkerBackend) backend.noteSession(info);
     if (shaP) {
       try {
@@ -546,17 +569,15 @@ async function loadExternalData(options: InferenceSession.SessionOptions):
   return { external, transfer };
 }
 
-async function anyBackend(): Promise<Backend> {
-  if (lastBackend) return lastBackend;
-  return (await getBackend(planThreads(env.wasm.numThreads))).backend;
+function anyBackend(): Started {
+  return lastBackend ?? startBackend(planThreads(env.wasm.numThreads));
 }
 
 /** The digit reader's preprocessing (src/image) of RGBA pixels: float32 [1, 1, H, W]. */
 export async function preprocessTextLine(image: { data: Uint8Array | Uint8ClampedArray; width: number; height: number },
                                          params: TextLineParams = {}): Promise<Tensor> {
-  const b = await anyBackend();
   const rgba = new Uint8Array(image.data.buffer, image.data.byteOffset, image.data.byteLength);
-  const t: WireTensor = await b.call('preprocess', { rgba, width: image.width, height: image.height, params });
+  const t: WireTensor = await callWhenReady(anyBackend(), 'preprocess', { rgba, width: image.width, height: image.height, params });
   return new Tensor('float32', t.data as Float32Array, t.dims);
 }
 
@@ -578,9 +599,8 @@ export async function ctcDecode(logits: Tensor, alphabet: string, o: CtcDecodeOp
   const classes = d[d.length - 1];
   const frames = d.length === 2 ? d[0] : d[0] === 1 ? d[1] : d[0];
   const beamWidth = o.beam === true ? 10 : typeof o.beam === 'number' ? Math.max(1, Math.floor(o.beam)) : 0;
-  const b = await anyBackend();
-  return b.call('ctc', { scores: logits.data, frames, classes, blank: o.blank ?? 0, beamWidth,
-                         probabilities: o.scores === 'probabilities', alphabet });
+  return callWhenReady(anyBackend(), 'ctc', { scores: logits.data, frames, classes, blank: o.blank ?? 0, beamWidth,
+                                              probabilities: o.scores === 'probabilities', alphabet });
 }
 
 warmCacheStorage();

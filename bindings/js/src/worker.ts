@@ -7,10 +7,24 @@ import {
   STAMP_WAKE, STATE,
   laneBytes, writeError, writeTensors, type ChannelBuffers, type LaneTensor,
 } from './channel.js';
-import { Core, type LoadOptions, type SessionInfo, type WireTensor } from './core.js';
+import { compileWasm, Core, type CompiledWasm, type LoadOptions, type SessionInfo, type WireTensor } from './core.js';
 import { toWire } from './errors.js';
 
 let core: Promise<Core> | null = null;
+/** A page that starts this worker early (env.wasm.worker) may name the build it will load
+ * (onyx-web-worker.mjs?build=onyx-web or onyx-web-mt): its .wasm downloads and compiles,
+ * and its glue is imported, as this worker starts; Core.load takes them (the glue from
+ * the module map) when 'load' asks for that build. */
+let early: { artifact: string; wasm: Promise<CompiledWasm> } | null = null;
+{
+  const build = new URLSearchParams(self.location.search).get('build');
+  if (build === 'onyx-web' || build === 'onyx-web-mt') {
+    const wasm = compileWasm(new URL(`./${build}.wasm`, self.location.href).href);
+    wasm.catch(() => {});  // Core.load reports a failure
+    early = { artifact: build, wasm };
+    import(/* @vite-ignore */ new URL(`./${build}.mjs`, self.location.href).href).catch(() => {});
+  }
+}
 /** Input and output names per session handle (the fast lane sends indices). */
 const sessions = new Map<number, { inputs: string[]; outputs: string[] }>();
 let lane: { ctl: Int32Array; stamps: Float64Array; data: SharedArrayBuffer } | null = null;
@@ -26,7 +40,11 @@ function transferables(ts: WireTensor[]): ArrayBuffer[] {
 
 async function handle(op: string, a: any): Promise<[unknown, ArrayBuffer[]]> {
   if (op === 'load') {
-    if (!core) core = Core.load(a as LoadOptions);
+    const o = a as LoadOptions;
+    const artifact = o.threaded ? 'onyx-web-mt' : 'onyx-web';
+    const base = new URL(o.wasmPaths, self.location.href).href;
+    const w = early && early.artifact === artifact && new URL('./', self.location.href).href === base ? early.wasm : undefined;
+    if (!core) core = Core.load(o, w);
     return [(await core).info, []];
   }
   if (op === 'channel') {
