@@ -38,11 +38,12 @@ export const LISTEN_MS = 50;
  * a reply, and waking a worker asleep in Atomics.wait took 40 µs of each round trip
  * (bench/web/roundtrip.mjs). Only the worker polls; the page never blocks. */
 export const SPIN_MS = 0.3;
-/** The page's side of a short run: when the session's last run through the lane took
- * less than this, the page polls the state word for up to twice that time (at most this)
- * before it awaits Atomics.waitAsync, whose wake-up took 75 µs of a 280 µs round trip of
- * the transformer encoder (bench/web/roundtrip.mjs). Longer runs never poll: the page's
- * thread is busy for at most this long per run. */
+/** The page's side of a short run: when the worker took less than this for the session's
+ * last run through the lane (its own stamps, not the round trip, which would include the
+ * wake-up below), the page polls the state word for up to twice that time (at most this)
+ * before it awaits Atomics.waitAsync, whose wake-up took 75-105 µs of a round trip
+ * (bench/web/roundtrip.mjs). Longer runs never poll: the page's thread is busy for at most
+ * this long per run. */
 export const PAGE_SPIN_MS = 0.25;
 
 /** The shared memory of one worker's fast lane. */
