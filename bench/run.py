@@ -245,6 +245,17 @@ def check_ok(c):
 # ---------------------------------------------------------------------------------------
 # Machine and versions
 
+def cpu_steal_s():
+    """CPU seconds the hypervisor gave to other guests so far (/proc/stat steal, all
+    cores), or None where that is not known."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def machine():
     info = {"cpu": "unknown", "cores": os.cpu_count()}
     try:
@@ -432,6 +443,11 @@ def write_markdown(path, res):
          f"| Load average (1 min) | {res['loadavg_before']:.2f} before, "
          f"{res['loadavg_max']:.2f} highest seen during, {res['loadavg_after']:.2f} after "
          f"(the machine is shared; ratios are measured interleaved) |",
+         *([f"| CPU time stolen | {res['steal_timed_s']:.1f} s of the timed rounds' "
+            f"{res['seconds_timed'] * m['cores']:.0f} s of CPU time "
+            f"({100 * res['steal_timed_s'] / max(1e-9, res['seconds_timed'] * m['cores']):.1f}%): the "
+            f"hypervisor ran other guests on this machine's cores (/proc/stat steal); at a few percent "
+            f"and more, 2-thread figures swing most |"] if res.get('steal_timed_s') is not None else []),
          f"| onyx | {res['onyx_commit']} (`{res['onyx']}`, CMake build type {res['build_type']}) |",
          f"| onnxruntime-node | {res['ort_version']} (Node {m['node']}), graph optimization level "
          f"`all`, CPU provider |",
@@ -625,6 +641,7 @@ def main():
 
     load_before = os.getloadavg()[0]
     load_max = load_before
+    steal_before = cpu_steal_s()
     print("measuring baseline RSS", file=sys.stderr, flush=True)
     base = baselines(onyx)
     checks = {}
@@ -638,6 +655,7 @@ def main():
             print(f"  {text}", file=sys.stderr)
 
     t_timed = time.time()
+    steal_timed = cpu_steal_s()
     raw = {(m["name"], t, k): [] for m in models for t in threads for k in ("onyx", "ort")}
     errors = {m["name"]: [] for m in models}
     total = a.rounds * len(models) * len(threads) * 2
@@ -668,12 +686,15 @@ def main():
                     j["process_wall_s"] = wall
                     raw[(m["name"], t, kind)].append(j)
     load_after = os.getloadavg()[0]
+    steal_after = cpu_steal_s()
     res = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
         "loadavg_before": load_before,
         "loadavg_max": max(load_max, load_after),
         "loadavg_after": load_after,
+        "steal_s": None if steal_after is None else steal_after - steal_before,
+        "steal_timed_s": None if steal_after is None else steal_after - steal_timed,
         "onyx": rel(onyx),
         "onyx_commit": onyx_commit(),
         "build_type": build_type(build),
