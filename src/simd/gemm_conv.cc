@@ -398,23 +398,9 @@ void GemvT(int64_t K, const float* at, int64_t ldat, int64_t m0, int64_t m1, con
            float* y) {
   const DF d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  int64_t m = m0;
-  for (; m + 4 * L <= m1; m += 4 * L) {
-    VF s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
-    const float* c = at + m;
-    for (int64_t p = 0; p < K; ++p, c += ldat) {
-      const VF xv = hn::Set(d, x[p]);
-      s0 = hn::MulAdd(hn::LoadU(d, c), xv, s0);
-      s1 = hn::MulAdd(hn::LoadU(d, c + L), xv, s1);
-      s2 = hn::MulAdd(hn::LoadU(d, c + 2 * L), xv, s2);
-      s3 = hn::MulAdd(hn::LoadU(d, c + 3 * L), xv, s3);
-    }
-    hn::StoreU(s0, d, y + (m - m0));
-    hn::StoreU(s1, d, y + (m - m0) + L);
-    hn::StoreU(s2, d, y + (m - m0) + 2 * L);
-    hn::StoreU(s3, d, y + (m - m0) + 3 * L);
-  }
-  if (m < m1) {  // the last 1-4 vectors in one pass too (rows of at are readable 4 vectors past m1)
+  // The last block too is four whole vectors (rows of at are readable 4 vectors past m1);
+  // only its store is cut to the rows there are.
+  for (int64_t m = m0; m < m1; m += 4 * L) {
     VF s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
     const float* c = at + m;
     for (int64_t p = 0; p < K; ++p, c += ldat) {
@@ -425,11 +411,13 @@ void GemvT(int64_t K, const float* at, int64_t ldat, int64_t m0, int64_t m1, con
       s3 = hn::MulAdd(hn::LoadU(d, c + 3 * L), xv, s3);
     }
     HWY_ALIGN float tmp[4 * HWY_MAX_BYTES / sizeof(float)];
-    hn::Store(s0, d, tmp);
-    hn::Store(s1, d, tmp + L);
-    hn::Store(s2, d, tmp + 2 * L);
-    hn::Store(s3, d, tmp + 3 * L);
-    std::copy(tmp, tmp + (m1 - m), y + (m - m0));
+    const bool whole = m + 4 * L <= m1;
+    float* out = whole ? y + (m - m0) : tmp;
+    hn::StoreU(s0, d, out);
+    hn::StoreU(s1, d, out + L);
+    hn::StoreU(s2, d, out + 2 * L);
+    hn::StoreU(s3, d, out + 3 * L);
+    if (!whole) std::copy(tmp, tmp + (m1 - m), y + (m - m0));
   }
 }
 

@@ -125,13 +125,13 @@ void pool_row_impl(const float* x, int64_t iw, float* h, int64_t ow, int64_t kw,
   for (int64_t ox = done; ox < ow; ++ox) scalar(ox);
 }
 
+/// The vertical pass: output row oy folds the window's rows of `rows` (ih rows of ow
+/// partial results, one per output column) into y.
 template <bool kMax>
-void pool_plane_impl(const PoolGeom& g, const float* x, float* y, float* rows,
-                     const float* row_scale, const float* col_scale) {
+void fold_rows(const PoolGeom& g, const float* rows, float* y, const float* row_scale,
+               const float* col_scale) {
   const DF d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  for (int64_t iy = 0; iy < g.ih; ++iy)
-    pool_row_impl<kMax>(x + iy * g.iw, g.iw, rows + iy * g.ow, g.ow, g.kw, g.sw, g.pw, g.dw);
   const VF init = kMax ? hn::Set(d, -HUGE_VALF) : hn::Zero(d);
   for (int64_t oy = 0; oy < g.oh; ++oy) {
     // The window rows inside the input: iy = oy * sh - ph + t * dh for t in [t0, t1).
@@ -161,6 +161,14 @@ void pool_plane_impl(const PoolGeom& g, const float* x, float* y, float* rows,
                        yr + ox);
     }
   }
+}
+
+template <bool kMax>
+void pool_plane_impl(const PoolGeom& g, const float* x, float* y, float* rows,
+                     const float* row_scale, const float* col_scale) {
+  for (int64_t iy = 0; iy < g.ih; ++iy)
+    pool_row_impl<kMax>(x + iy * g.iw, g.iw, rows + iy * g.ow, g.ow, g.kw, g.sw, g.pw, g.dw);
+  fold_rows<kMax>(g, rows, y, row_scale, col_scale);
 }
 
 /// pool_plane_impl for strides 1 and 2 over padded rows: each input row is copied into
@@ -261,45 +269,14 @@ void pool_2x2s2_impl(const float* x, int64_t iw, float* y, int64_t oh, int64_t o
 }
 
 /// Windows one column wide without a column stride or pad (the digit readers' 2x1 pools):
-/// an output row folds its window's input rows straight from X, whole vectors along the
-/// row, no padded lines.
-template <bool kMax>
-void pool_vertical_impl(const PoolGeom& g, const float* x, float* y, const float* row_scale,
-                        const float* col_scale) {
-  const DF d;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t w = g.ow;
-  for (int64_t oy = 0; oy < g.oh; ++oy) {
-    const int64_t base = oy * g.sh - g.ph;
-    int64_t t0 = 0, t1 = g.kh;
-    while (t0 < t1 && base + t0 * g.dh < 0) ++t0;
-    while (t1 > t0 && base + (t1 - 1) * g.dh >= g.ih) --t1;
-    float* yr = y + oy * w;
-    const float* r0 = x + (base + t0 * g.dh) * g.iw;
-    const int64_t step = g.dh * g.iw;
-    const VF vs = hn::Set(d, row_scale ? row_scale[oy] : 1.0f);
-    auto fold = [&](auto load, int64_t ox) {
-      TapFold<kMax> f;
-      for (int64_t t = t0; t < t1; ++t) f.add(load(r0 + (t - t0) * step + ox));
-      VF acc = f.result();
-      if (row_scale) acc = hn::Mul(acc, hn::Mul(vs, col_scale ? load(col_scale + ox) : hn::Set(d, 1.0f)));
-      return acc;
-    };
-    int64_t ox = 0;
-    for (; ox + L <= w; ox += L) hn::StoreU(fold([&](const float* p) { return hn::LoadU(d, p); }, ox), d, yr + ox);
-    if (ox < w) {
-      const auto m = hn::FirstN(d, static_cast<size_t>(w - ox));
-      TailStore(fold([&](const float* p) { return TailLoad(m, d, p); }, ox), m, d, yr + ox);
-    }
-  }
-}
-
+/// the input rows are already the horizontal pass's results, so only the vertical fold
+/// runs, straight from X (no row buffer).
 void PoolVertical(const PoolGeom& g, const float* x, float* y, bool max, const float* row_scale,
                   const float* col_scale) {
   if (max)
-    pool_vertical_impl<true>(g, x, y, row_scale, col_scale);
+    fold_rows<true>(g, x, y, row_scale, col_scale);
   else
-    pool_vertical_impl<false>(g, x, y, row_scale, col_scale);
+    fold_rows<false>(g, x, y, row_scale, col_scale);
 }
 
 void Pool2x2S2(const float* x, int64_t iw, float* y, int64_t oh, int64_t ow, bool max) {

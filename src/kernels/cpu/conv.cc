@@ -393,8 +393,8 @@ void ConvKernel::run(KernelContext& ctx) const {
     pwt_->run(s.batch, io.x, s.g.out_size, io.bias, io.z, io.y, pool);
     return;
   }
-  if (!gemv_wt_.empty() && pointwise_geometry(s) && s.g.out_size == 1 && s.maps * s.cg == w_.numel() &&
-      s.cg * gemv_ld_ == static_cast<int64_t>(gemv_wt_.size())) {
+  // (gemv_wt_ is made from the constant W, whose dims shape_of has matched.)
+  if (!gemv_wt_.empty() && pointwise_geometry(s) && s.g.out_size == 1) {
     conv_gemv_1x1(s, gemv_wt_.data(), gemv_ld_, io, pool);
     return;
   }
