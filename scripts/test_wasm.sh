@@ -61,6 +61,23 @@ if [ -x "$native/onyx" ]; then
       args+=("$d")
     done
   done
+  # MobileNetV2 (exported by the main build's tests): its depthwise-separable layers at
+  # 28x28 and below run channels last (src/opt/channels_last.cc), which in WebAssembly
+  # (8-column GEMM panels) takes the layers of 24 output channels too.
+  mv2=$native/models/mobilenet_v2
+  if [ -f "$mv2/model.onnx" ] && [ -f "$mv2/set_0/input.npy" ]; then
+    d="$cases/mobilenet_v2"
+    mkdir -p "$d/test_data_set_0"
+    cp "$mv2/model.onnx" "$d/model.onnx"
+    cp "$mv2/set_0/input.npy" "$d/test_data_set_0/input_0.npy"
+    "$native/onyx" run "$d/model.onnx" --input "input=$d/test_data_set_0/input_0.npy" --reference -o "$d/out" \
+      >"$d/log" 2>&1 || { cat "$d/log"; exit 1; }
+    mv "$d/out/logits.npy" "$d/test_data_set_0/output_0.npy"
+    rm -rf "$d/out" "$d/log"
+    args+=("$d")
+  else
+    echo "test_wasm.sh: SKIPPED the MobileNetV2 case: $mv2 is exported by the main build's tests (make test)"
+  fi
 else
   echo "test_wasm.sh: SKIPPED the digit-reader model cases: they need the native CLI ($native/onyx; make build)"
 fi

@@ -42,12 +42,21 @@ bool runs_at(const PassDef& p, GraphOptimization level, bool fused_ops) {
   return !p.fused_only || (level == GraphOptimization::kAll && fused_ops);
 }
 
+// The layout pass runs once, after the others have converged: it changes no pattern they
+// look for but would hide the ones they had not yet fused behind Transposes.
+constexpr PassDef kLayoutPass = {"to_channels_last", to_channels_last, true};
+
+bool layout_runs(const OptimizeOptions& o) {
+  return runs_at(kLayoutPass, o.level, o.fused_ops) && o.channels_last && !o.reference_kernels;
+}
+
 }  // namespace
 
 std::vector<std::string> pass_names(GraphOptimization level, bool fused_ops) {
   std::vector<std::string> out;
   for (const PassDef& p : kPasses)
     if (runs_at(p, level, fused_ops)) out.emplace_back(p.name);
+  if (runs_at(kLayoutPass, level, fused_ops)) out.emplace_back(kLayoutPass.name);
   return out;
 }
 
@@ -86,6 +95,18 @@ OptimizeReport optimize_graph(ir::Graph& g, const OptimizeOptions& opts) {
     }
     r.rounds = round + 1;
     if (!changed) break;
+  }
+  if (layout_runs(opts)) {
+    PassStats s;
+    s.pass = kLayoutPass.name;
+    s.nodes_before = static_cast<int64_t>(g.nodes.size());
+    PassContext ctx(g, opts, types);
+    s.rewrites = kLayoutPass.fn(ctx);
+    for (const auto& [op, count] : ctx.commit()) created[op] += count;
+    s.runs = 1;
+    s.nodes_after = static_cast<int64_t>(g.nodes.size());
+    s.delta = s.nodes_after - s.nodes_before;
+    r.passes.push_back(s);
   }
   r.nodes_after = static_cast<int64_t>(g.nodes.size());
   // A node made by one pass and replaced by another does not count.

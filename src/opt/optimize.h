@@ -28,6 +28,9 @@ struct OptimizeOptions {
   uint64_t fold_max_bytes = uint64_t{64} << 20;
   /// Constant folding and pattern checks run kernels on reference paths only.
   bool reference_kernels = false;
+  /// With fused ops: run the depthwise-separable parts of CNNs channels last
+  /// (to_channels_last, after the other passes; never with reference_kernels).
+  bool channels_last = true;
   /// Rounds of the whole pass list at most (each round runs every pass once).
   int max_rounds = 8;
 };

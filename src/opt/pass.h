@@ -203,5 +203,6 @@ int64_t fuse_gelu(PassContext& ctx);                 // gelu_fusion.cc
 int64_t fuse_attention(PassContext& ctx);            // attention_fusion.cc
 int64_t fuse_residual_add(PassContext& ctx);         // residual_add_fusion.cc
 int64_t fuse_activation(PassContext& ctx);           // activation_fusion.cc
+int64_t to_channels_last(PassContext& ctx);          // channels_last.cc (once, last)
 
 }  // namespace onyx::opt

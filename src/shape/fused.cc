@@ -3,6 +3,7 @@
 // its activation attributes.
 #include "kernels/reference/fused.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,59 @@ std::vector<ir::TypeInfo> infer_as(InferContext& ctx, const char* op, size_t inp
   return std::move(sub.outputs());
 }
 
+/// A tensor type with its channels moved from the last axis to axis 1 (to_first) or back;
+/// unchanged when its rank is unknown or below 3.
+ir::TypeInfo move_channels(ir::TypeInfo t, bool to_first) {
+  if (!t.is_tensor() || !t.has_shape || t.shape.size() < 3) return t;
+  ir::Shape& s = t.shape;
+  if (to_first) {
+    ir::Dim c = s.back();
+    s.pop_back();
+    s.insert(s.begin() + 1, c);
+  } else {
+    ir::Dim c = s[1];
+    s.erase(s.begin() + 1);
+    s.push_back(c);
+  }
+  return t;
+}
+
+/// infer_as for a channels-last node: its rank->=3 inputs among `moved` taken channels
+/// first, the outputs moved back.
+std::vector<ir::TypeInfo> infer_channels_last(InferContext& ctx, const char* op, size_t inputs,
+                                              std::vector<size_t> moved) {
+  for (size_t i : moved)
+    if (i < ctx.num_inputs() && ctx.has_input(i) && ctx.has_shape(i) && ctx.input_shape(i).size() < 3)
+      ctx.fail("channels_last: input {} must have rank >= 3, got {}", i, ir::shape_str(ctx.input_shape(i)));
+  ir::Node base = ctx.node();
+  base.domain.clear();
+  base.op_type = op;
+  base.opset = kOpset;
+  if (base.inputs.size() > inputs) base.inputs.resize(inputs);
+  std::vector<ir::TypeInfo> held;
+  held.reserve(inputs);
+  std::vector<const ir::TypeInfo*> types;
+  std::vector<const Tensor*> values;
+  for (size_t i = 0; i < inputs && i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) {
+      types.push_back(nullptr);
+    } else {
+      const bool mv = std::find(moved.begin(), moved.end(), i) != moved.end();
+      held.push_back(mv ? move_channels(ctx.input_type(i), true) : ctx.input_type(i));
+      types.push_back(&held.back());
+    }
+    values.push_back(ctx.peek_value(i));
+  }
+  InferContext sub(base, types, values, nullptr);
+  ShapeFn fn = shape_registry().find("", op);
+  if (!fn) ctx.fail("no shape function for {}", op);
+  fn(sub);
+  ctx.note_values_read(sub.values_read());
+  std::vector<ir::TypeInfo> outs = std::move(sub.outputs());
+  for (auto& o : outs) o = move_channels(std::move(o), false);
+  return outs;
+}
+
 void set_all(InferContext& ctx, std::vector<ir::TypeInfo> outs) {
   for (size_t i = 0; i < outs.size(); ++i) ctx.set_output(i, std::move(outs[i]));
 }
@@ -45,7 +99,8 @@ bool same_dim(const ir::Dim& a, const ir::Dim& b) {
 
 void fused_conv(InferContext& ctx) {
   kernels::parse_activation(ctx.node());
-  auto outs = infer_as(ctx, "Conv", 3);
+  const bool last = ctx.node().attr_i("channels_last", 0) != 0;
+  auto outs = last ? infer_channels_last(ctx, "Conv", 3, {0}) : infer_as(ctx, "Conv", 3);
   if (ctx.has_input(3) && ctx.has_shape(3) && outs[0].is_tensor() && outs[0].has_shape) {
     const ir::Shape& z = ctx.input_shape(3);
     const ir::Shape& y = outs[0].shape;
@@ -57,6 +112,13 @@ void fused_conv(InferContext& ctx) {
     ctx.fail("Z must have X's dtype {}, got {}", dtype_name(ctx.input_dtype(0)),
              dtype_name(ctx.input_dtype(3)));
   set_all(ctx, std::move(outs));
+}
+
+void global_average_pool(InferContext& ctx) {
+  if (ctx.node().attr_i("channels_last", 0) != 0)
+    set_all(ctx, infer_channels_last(ctx, "GlobalAveragePool", 1, {0}));
+  else
+    set_all(ctx, infer_as(ctx, "GlobalAveragePool", 1));
 }
 
 void fused_gemm(InferContext& ctx) {
@@ -155,6 +217,7 @@ void register_fused_shapes(ShapeRegistry& r) {
   r.add(d, "Gelu", gelu);
   r.add(d, "LayerNormalization", layer_norm);
   r.add(d, "Attention", attention);
+  r.add(d, "GlobalAveragePool", global_average_pool);
 }
 
 }  // namespace onyx::shape

@@ -20,6 +20,7 @@
 
 #include "runtime/thread_pool.h"
 #include "simd/depthwise.h"
+#include "simd/transpose.h"
 
 namespace onyx::simd {
 /// The geometry of one channel-blocked call (see DwBlocked).
@@ -536,6 +537,189 @@ void DwBlocked(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt, co
   }
 }
 
+/// One output row of the channels-last kernel, every channel: rows[ky] points at input row
+/// oy sh - ph + ky dh (a row of zeros where that is outside), y and z at output row oy.
+/// Pixels [lo, hi) have every tap inside the row and go four at a time, channel block by
+/// channel block, each window row's input vectors loaded once for the four (kK, kS > 0: a
+/// kK x kK window at stride kS, dilation 1), so the row is read in memory order and a
+/// block of pixels stays in L1 across its channels; the other pixels, and a last partial
+/// block of channels, test each tap. Each output vector is finished (bias, residual,
+/// activation) in registers before its only store.
+template <int kK, int kS>
+HWY_INLINE void DwNhwcRow(const float* const* rows, const DwBlockGeom& g, const float* wt, const float* bt,
+                          const Activation& act, const float* z, float* y, int64_t lo, int64_t hi) {
+  using D = hn::ScalableTag<float>;
+  using V = hn::Vec<D>;
+  const D d;
+  constexpr int64_t L = static_cast<int64_t>(hn::MaxLanes(D()));
+  const int64_t C = g.C, taps = g.kh * g.kw, full = C / L, rem = C - full * L;
+  const auto tail = hn::FirstN(d, static_cast<size_t>(rem));
+  auto finish = [&](V acc, int64_t off, bool whole) {
+    if (whole) {
+      if (z) acc = hn::Add(acc, hn::LoadU(d, z + off));
+      hn::StoreU(ApplyAct(d, acc, act), d, y + off);
+    } else {
+      if (z) acc = hn::Add(acc, TailLoad(tail, d, z + off));
+      TailStore(ApplyAct(d, acc, act), tail, d, y + off);
+    }
+  };
+  // Any pixel, every channel block: the window's columns clamped to the row once (rows
+  // outside read zeros), four channel blocks at a time as independent sums.
+  auto one = [&](int64_t ox) {
+    const int64_t ix0 = ox * g.sw - g.pw;
+    const int64_t kx0 = ix0 >= 0 ? 0 : (-ix0 + g.dw - 1) / g.dw;
+    const int64_t kx1 = std::min(g.kw, ix0 < g.iw ? (g.iw - ix0 + g.dw - 1) / g.dw : int64_t(0));
+    int64_t cb = 0;
+    for (; cb + 4 <= full; cb += 4) {
+      const int64_t c0 = cb * L;
+      V a0 = hn::LoadU(d, bt + c0), a1 = hn::LoadU(d, bt + c0 + L), a2 = hn::LoadU(d, bt + c0 + 2 * L),
+        a3 = hn::LoadU(d, bt + c0 + 3 * L);
+      const float* w = wt + cb * taps * L;
+      const int64_t ws = taps * L;  // between channel blocks
+      for (int64_t ky = 0; ky < g.kh; ++ky) {
+        const float* r = rows[ky] + c0;
+        for (int64_t kx = kx0; kx < kx1; ++kx) {
+          const float* p = r + (ix0 + kx * g.dw) * C;
+          const float* wk = w + (ky * g.kw + kx) * L;
+          a0 = hn::MulAdd(hn::LoadU(d, wk), hn::LoadU(d, p), a0);
+          a1 = hn::MulAdd(hn::LoadU(d, wk + ws), hn::LoadU(d, p + L), a1);
+          a2 = hn::MulAdd(hn::LoadU(d, wk + 2 * ws), hn::LoadU(d, p + 2 * L), a2);
+          a3 = hn::MulAdd(hn::LoadU(d, wk + 3 * ws), hn::LoadU(d, p + 3 * L), a3);
+        }
+      }
+      finish(a0, ox * C + c0, true);
+      finish(a1, ox * C + c0 + L, true);
+      finish(a2, ox * C + c0 + 2 * L, true);
+      finish(a3, ox * C + c0 + 3 * L, true);
+    }
+    for (; cb < g.cblocks; ++cb) {
+      const bool whole = cb < full;
+      const int64_t c0 = cb * L;
+      const float* w = wt + cb * taps * L;
+      V a0 = hn::LoadU(d, bt + c0);
+      for (int64_t ky = 0; ky < g.kh; ++ky) {
+        const float* r = rows[ky] + c0;
+        for (int64_t kx = kx0; kx < kx1; ++kx) {
+          const float* p = r + (ix0 + kx * g.dw) * C;
+          const V in = whole ? hn::LoadU(d, p) : TailLoad(tail, d, p);
+          a0 = hn::MulAdd(hn::LoadU(d, w + (ky * g.kw + kx) * L), in, a0);
+        }
+      }
+      finish(a0, ox * C + c0, whole);
+    }
+  };
+  int64_t ox = 0;
+  for (; ox < std::min(lo, g.ow); ++ox) one(ox);
+  if constexpr (kK > 0) {
+    constexpr int kIn = 3 * kS + kK;  // input pixels one window row of 4 outputs reads
+    for (; ox + 4 <= hi; ox += 4) {
+      const int64_t ix0 = ox * kS - g.pw;
+      for (int64_t cb = 0; cb < full; ++cb) {
+        const int64_t c0 = cb * L;
+        const float* w = wt + cb * taps * L;
+        const V vb = hn::LoadU(d, bt + c0);
+        V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+        for (int ky = 0; ky < kK; ++ky) {
+          const float* r = rows[ky] + ix0 * C + c0;
+          V in[kIn];
+          for (int i = 0; i < kIn; ++i) in[i] = hn::LoadU(d, r + i * C);
+          for (int kx = 0; kx < kK; ++kx) {
+            const V wv = hn::LoadU(d, w + (ky * kK + kx) * L);
+            a0 = hn::MulAdd(wv, in[kx], a0);
+            a1 = hn::MulAdd(wv, in[kx + kS], a1);
+            a2 = hn::MulAdd(wv, in[kx + 2 * kS], a2);
+            a3 = hn::MulAdd(wv, in[kx + 3 * kS], a3);
+          }
+        }
+        finish(a0, ox * C + c0, true);
+        finish(a1, (ox + 1) * C + c0, true);
+        finish(a2, (ox + 2) * C + c0, true);
+        finish(a3, (ox + 3) * C + c0, true);
+      }
+      if (rem) {  // the partial block of channels of these four pixels
+        const int64_t c0 = full * L;
+        const float* w = wt + full * taps * L;
+        for (int64_t p = 0; p < 4; ++p) {
+          V a = hn::LoadU(d, bt + c0);
+          for (int ky = 0; ky < kK; ++ky) {
+            const float* r = rows[ky] + (ix0 + p * kS) * C + c0;
+            for (int kx = 0; kx < kK; ++kx)
+              a = hn::MulAdd(hn::LoadU(d, w + (ky * kK + kx) * L), TailLoad(tail, d, r + kx * C), a);
+          }
+          finish(a, (ox + p) * C + c0, false);
+        }
+      }
+    }
+  }
+  for (; ox < g.ow; ++ox) one(ox);
+}
+
+/// Channels last (DepthwiseArgs::nhwc): tasks [t0, t1) of (image, block of output rows),
+/// reading X in place (pixel stride C) through DwNhwcRow; rows above or below the image
+/// read `zeros` (iw * C + L floats). wt, bt: W and the biases by channel block
+/// (depthwise_pack_blocked's layout).
+void DwBlockedNhwc(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt, const float* bt,
+                   int64_t t0, int64_t t1, const float* zeros) {
+  const int64_t C = g.C;
+  // Output columns whose every tap is inside the row: ox sw - pw >= 0 and
+  // ox sw - pw + (kw - 1) dw < iw.
+  const int64_t lo = std::min(g.ow, (g.pw + g.sw - 1) / g.sw);
+  const int64_t span = g.iw + g.pw - (g.kw - 1) * g.dw;  // ox sw < span
+  const int64_t hi = std::max(lo, std::min(g.ow, span > 0 ? (span + g.sw - 1) / g.sw : int64_t(0)));
+  const bool unit = g.dh == 1 && g.dw == 1 && g.kh == g.kw;
+  const float* rows[64];
+  std::vector<const float*> many;
+  const float** rp = g.kh <= 64 ? rows : (many.resize(static_cast<size_t>(g.kh)), many.data());
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t rb = t % g.rblocks, n = t / g.rblocks;
+    const int64_t oy0 = rb * g.rows_per, oy1 = std::min(g.oh, oy0 + g.rows_per);
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+      for (int64_t ky = 0; ky < g.kh; ++ky) {
+        const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+        rp[ky] = iy < 0 || iy >= g.ih ? zeros : a.x + (n * g.ih + iy) * g.iw * C;
+      }
+      const int64_t yo = (n * g.oh + oy) * g.ow * C;
+      const float* z = a.ep.z ? a.ep.z + yo : nullptr;
+      float* y = a.y + yo;
+      if (unit && g.kh == 3 && g.sw == 1)
+        DwNhwcRow<3, 1>(rp, g, wt, bt, a.ep.act, z, y, lo, hi);
+      else if (unit && g.kh == 3 && g.sw == 2)
+        DwNhwcRow<3, 2>(rp, g, wt, bt, a.ep.act, z, y, lo, hi);
+#if !defined(__EMSCRIPTEN__)
+      else if (unit && g.kh == 5 && g.sw == 1)
+        DwNhwcRow<5, 1>(rp, g, wt, bt, a.ep.act, z, y, lo, hi);
+      else if (unit && g.kh == 5 && g.sw == 2)
+        DwNhwcRow<5, 2>(rp, g, wt, bt, a.ep.act, z, y, lo, hi);
+#endif
+      else
+        DwNhwcRow<0, 0>(rp, g, wt, bt, a.ep.act, z, y, g.ow, g.ow);
+    }
+  }
+}
+
+/// y [S x R] = x [R x S] transposed, rows [r0, r1) of x (simd/transpose.h): L x L blocks
+/// through TransposeSquare, the edges scalar.
+void Transpose2D(const float* x, int64_t R, int64_t S, float* y, int64_t r0, int64_t r1) {
+  using D = hn::ScalableTag<float>;
+  using V = hn::Vec<D>;
+  const D d;
+  constexpr int64_t L = static_cast<int64_t>(hn::MaxLanes(D()));
+  V v[L];
+  int64_t r = r0;
+  for (; r + L <= r1; r += L) {
+    int64_t c = 0;
+    for (; c + L <= S; c += L) {
+      for (int64_t i = 0; i < L; ++i) v[i] = hn::LoadU(d, x + (r + i) * S + c);
+      TransposeSquare(d, v);
+      for (int64_t i = 0; i < L; ++i) hn::StoreU(v[i], d, y + (c + i) * R + r);
+    }
+    for (; c < S; ++c)
+      for (int64_t i = 0; i < L; ++i) y[c * R + r + i] = x[(r + i) * S + c];
+  }
+  for (; r < r1; ++r)
+    for (int64_t c = 0; c < S; ++c) y[c * R + r] = x[r * S + c];
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace onyx::simd
 HWY_AFTER_NAMESPACE();
@@ -552,6 +736,26 @@ HWY_EXPORT(DwDeinterleave2);
 HWY_EXPORT(DwCopy);
 HWY_EXPORT(DwScale);
 HWY_EXPORT(DwBlocked);
+HWY_EXPORT(DwBlockedNhwc);
+HWY_EXPORT(Transpose2D);
+
+void transpose_2d(const float* x, int64_t batch, int64_t R, int64_t S, float* y, ThreadPool* pool) {
+  if (batch * R * S == 0) return;
+  const auto fn = HWY_DYNAMIC_DISPATCH(Transpose2D);
+  const int64_t L = HWY_DYNAMIC_DISPATCH(DwLanes)();
+  // Units of L rows of one image; threads from 64K floats.
+  const int64_t blocks = (R + L - 1) / L, units = batch * blocks;
+  auto run = [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / blocks, r0 = (u % blocks) * L;
+      fn(x + b * R * S, R, S, y + b * R * S, r0, std::min(R, r0 + L));
+    }
+  };
+  if (pool && pool->size() > 1 && units > 1 && batch * R * S >= (int64_t(1) << 16))
+    pool->parallel_for(units, run);
+  else
+    run(0, units);
+}
 
 /// Floats of the channel-blocked kernel's input buffer for one output row (its least):
 /// the padded columns a row spans times the window's rows times L, in double (the dims of
@@ -615,6 +819,37 @@ void depthwise_blocked(const DepthwiseArgs& a, int64_t L, ThreadPool* pool) {
   const int64_t threads = pool ? pool->size() : 1;
   const double work = static_cast<double>(a.batch * a.channels) * static_cast<double>(a.oh * a.ow) *
                       static_cast<double>(taps);
+  if (a.nhwc) {
+    // Tasks of (image, block of output rows) over every channel block, each reading about
+    // 64K floats of input rows (L2), at least one output row.
+    const int64_t row_floats = std::max<int64_t>(1, a.iw * a.channels);
+    g.rows_per = std::clamp((kInFloats * 4 / row_floats - (a.kh - 1) * a.dh - 1) / a.sh + 1, int64_t(1), a.oh);
+    g.rblocks = (a.oh + g.rows_per - 1) / g.rows_per;
+    const bool par = threads > 1 && work >= double(1 << 16);
+    if (par && a.batch * g.rblocks < 4 * threads) {
+      g.rblocks = std::min(a.oh, (4 * threads + a.batch - 1) / a.batch);
+      g.rows_per = (a.oh + g.rblocks - 1) / g.rblocks;
+      g.rblocks = (a.oh + g.rows_per - 1) / g.rows_per;
+    }
+    thread_local std::vector<float> wt_n, bt_n, zeros;
+    if (!a.w_blocked) pack_blocked(a.w, a.channels, taps, L, wt_n);
+    bt_n.assign(static_cast<size_t>(g.cblocks * L), 0.0f);
+    if (a.ep.bias) std::copy(a.ep.bias, a.ep.bias + a.channels, bt_n.begin());
+    // (+ L: a tail block's row of zeros is read from channel c0 on.)
+    const size_t zero_floats = static_cast<size_t>(a.iw * a.channels + L);
+    if (zeros.size() < zero_floats) zeros.assign(zero_floats, 0.0f);
+    const auto fn = HWY_DYNAMIC_DISPATCH(DwBlockedNhwc);
+    const float* wp = a.w_blocked ? a.w_blocked : wt_n.data();
+    const float* bp = bt_n.data();
+    const float* zp = zeros.data();
+    auto run = [&](int64_t t0, int64_t t1) { fn(a, g, wp, bp, t0, t1, zp); };
+    const int64_t tasks = a.batch * g.rblocks;
+    if (par && tasks > 1)
+      pool->parallel_for(tasks, run);
+    else
+      run(0, tasks);
+    return;
+  }
   // A tap here costs more than the per-plane kernel's (the transposes): threads pay from
   // about 64K taps (MobileNetV2's 960-channel 7x7 depthwise, 423K taps, ran on one).
   const bool parallel = threads > 1 && work >= double(1 << 16);
@@ -654,6 +889,11 @@ bool one_tap_in_place(const DepthwiseArgs& a) {
          a.ow == a.iw;
 }
 
+bool depthwise_nhwc_suits(const DepthwiseArgs& a) {
+  // (Rows above or below the image read a row of zeros: iw * channels floats.)
+  return a.mult == 1 && double(a.iw) * double(a.channels) <= double(1 << 22);
+}
+
 bool depthwise_uses_blocked(const DepthwiseArgs& a) {
   return !one_tap_in_place(a) && blocked_suits(a, HWY_DYNAMIC_DISPATCH(DwLanes)());
 }
@@ -669,6 +909,10 @@ void depthwise_conv2d(const DepthwiseArgs& a, ThreadPool* pool) {
   const int64_t ih = a.ih, iw = a.iw, oh = a.oh, ow = a.ow, kh = a.kh, kw = a.kw;
   const int64_t sh = a.sh, sw = a.sw, dh = a.dh, dw = a.dw, ph = a.ph, pw = a.pw;
   if (a.batch * a.channels * a.mult * oh * ow == 0) return;
+  if (a.nhwc) {  // (the caller checked depthwise_nhwc_suits)
+    depthwise_blocked(a, L, pool);
+    return;
+  }
   if (one_tap_in_place(a)) {
     // One tap, no stride or pad: y = act(x * w + b + z) per plane, X read in place.
     const auto scale_fn = HWY_DYNAMIC_DISPATCH(DwScale);

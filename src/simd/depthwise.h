@@ -49,7 +49,15 @@ struct DepthwiseArgs {
   /// W in the channel-blocked kernel's layout (depthwise_pack_blocked, made once for a
   /// constant W), or null: that kernel then lays W out on each call.
   const float* w_blocked = nullptr;
+  /// Channels last: x [batch, ih, iw, channels], y and ep.z [batch, oh, ow, channels]
+  /// (mult 1 only; W as above). Runs on the channel-blocked kernel, which then reads each
+  /// pixel's channels in place and writes Y without transposes.
+  bool nhwc = false;
 };
+
+/// Whether depthwise_conv2d takes `a` with nhwc set (mult 1, and the blocked kernel's
+/// buffer within 4M floats).
+bool depthwise_nhwc_suits(const DepthwiseArgs& a);
 
 /// W [channels, 1, kh, kw] (one output channel per input channel) in the channel-blocked
 /// kernel's layout, [ceil(channels / L)][kh * kw][L] with L the SIMD target's floats per

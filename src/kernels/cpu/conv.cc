@@ -99,6 +99,9 @@ class ConvKernel final : public Kernel {
 
   KernelFn reference_;
   bool fused_ = false;
+  /// FusedConv with channels_last = 1: X, Z, Y are [N, H, W, C] (src/opt/channels_last.cc
+  /// makes them for pointwise and depthwise layers; other shapes go to the reference).
+  bool channels_last_ = false;
   int64_t group_ = 1;
   std::vector<int64_t> kernel_shape_, strides_, dilations_, pads_;
   std::string auto_pad_;
@@ -156,6 +159,7 @@ bool ConvKernel::init(const KernelInit& init) {
   const ir::Node& node = init.node;
   fused_ = node.op_type == "FusedConv";
   if (fused_ && !parse_activation(node, act_)) return false;
+  channels_last_ = fused_ && node.attr_i("channels_last", 0) != 0;
   group_ = node.attr_i("group", 1);
   kernel_shape_ = node.attr_ints("kernel_shape");
   strides_ = node.attr_ints("strides");
@@ -167,7 +171,7 @@ bool ConvKernel::init(const KernelInit& init) {
     return false;
   if (group_ < 1) return false;
   const Tensor* w = init.is_constant(1) ? init.constants[1] : nullptr;
-  if (!w) return true;  // packed on every run
+  if (!w) return !channels_last_;  // packed on every run
   if (w->dtype() != DType::kFloat || w->rank() < 3 || w->dim(0) % group_ != 0) return false;
   w_const_ = true;
   w_ = *w;
@@ -175,6 +179,27 @@ bool ConvKernel::init(const KernelInit& init) {
   const int64_t maps = wd[0], cg = wd[1], mg = maps / group_;
   const float* wp = w_.data<float>();
   const bool is2d = wd.size() == 4;
+  if (channels_last_ && !is2d) return false;
+  if (channels_last_ && !(cg == 1 && mg == 1)) {
+    // Channels last, not depthwise: a pointwise layer runs as one GEMM on W^T, except over
+    // 1x1 images, whose NHWC and NCHW layouts are the same bytes (the paths below).
+    auto all_are = [](const std::vector<int64_t>& v, int64_t x) {
+      return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+    };
+    if (group_ != 1 || wd[2] != 1 || wd[3] != 1 || !all_are(strides_, 1) || !all_are(dilations_, 1) ||
+        !all_are(pads_, 0) || (auto_pad_ != "NOTSET" && auto_pad_ != "VALID"))
+      return false;
+    bool one_pixel = false;
+    if (init.output_types.size() > 0 && init.output_types[0] && init.output_types[0]->has_shape) {
+      const ir::Shape& ys = init.output_types[0]->shape;
+      one_pixel = ys.size() == 4 && ys[1].known() && ys[1].value == 1 && ys[2].known() && ys[2].value == 1;
+    }
+    if (!one_pixel) {
+      pwt_ = PointwiseT::make(wp, maps, cg, node.attr_s("activation", ""),
+                              node.attr_floats("activation_params"));
+      return pwt_ != nullptr;
+    }
+  }
   if (is2d && cg == 1) {  // depthwise: W laid out once for the channel-blocked kernel
     if (mg == 1) dw_blocked_ = simd::depthwise_pack_blocked(wp, maps, wd[2] * wd[3]);
     return true;
@@ -218,9 +243,11 @@ bool ConvKernel::init(const KernelInit& init) {
   bool gemv_only = false;
   if (init.output_types.size() > 0 && init.output_types[0] && init.output_types[0]->has_shape) {
     const ir::Shape& ys = init.output_types[0]->shape;
-    gemv_only = ys.size() >= 3 && std::all_of(ys.begin() + 2, ys.end(), [](const ir::Dim& d) {
-                  return d.known() && d.value == 1;
-                });
+    // (Channels last: the image's dims are 1 and 2; only 1x1 images get here.)
+    gemv_only = channels_last_ ||
+                (ys.size() >= 3 && std::all_of(ys.begin() + 2, ys.end(), [](const ir::Dim& d) {
+                   return d.known() && d.value == 1;
+                 }));
   }
   // A small static output image of a pointwise layer: W^T for the transposed GEMM instead
   // (the same bytes as the packed A it replaces below 1 MiB; up to 2 MiB it adds them:
@@ -262,6 +289,34 @@ bool ConvKernel::init(const KernelInit& init) {
   return true;
 }
 
+/// The depthwise kernel's arguments for a 2-D convolution with one input channel per group.
+simd::DepthwiseArgs depthwise_args(const ConvShape& s, const ConvIO& io, const float* w) {
+  const WindowGeom& g = s.g;
+  simd::DepthwiseArgs a;
+  a.batch = s.batch;
+  a.channels = s.channels;
+  a.mult = s.mg;
+  a.x = io.x;
+  a.ih = g.in[0];
+  a.iw = g.in[1];
+  a.w = w;
+  a.kh = g.kernel[0];
+  a.kw = g.kernel[1];
+  a.sh = g.strides[0];
+  a.sw = g.strides[1];
+  a.dh = g.dilations[0];
+  a.dw = g.dilations[1];
+  a.ph = g.pad_begin[0];
+  a.pw = g.pad_begin[1];
+  a.y = io.y;
+  a.oh = g.out[0];
+  a.ow = g.out[1];
+  a.ep.bias = io.bias;
+  a.ep.z = io.z;
+  a.ep.act = io.act;
+  return a;
+}
+
 bool ConvKernel::shape_of(KernelContext& ctx, ConvShape& s) const {
   if (!ctx.has_input(0) || !ctx.has_input(1)) return false;
   const Tensor& x = ctx.input(0);
@@ -270,9 +325,14 @@ bool ConvKernel::shape_of(KernelContext& ctx, ConvShape& s) const {
   if (ctx.num_outputs() < 1 || !ctx.has_output(0)) return false;
   const Tensor& y = ctx.output(0);
   if (y.dtype() != DType::kFloat) return false;
-  const Dims& xd = x.dims();
+  Dims xd = x.dims();
   const Dims& wd = w.dims();
-  const Dims& yd = y.dims();
+  Dims yd = y.dims();
+  if (channels_last_) {  // the geometry in NCHW order
+    if (xd.size() != 4 || yd.size() != 4) return false;
+    xd = {xd[0], xd[3], xd[1], xd[2]};
+    yd = {yd[0], yd[3], yd[1], yd[2]};
+  }
   if (xd.size() < 3 || wd.size() != xd.size() || yd.size() != xd.size()) return false;
   if (w_const_ && wd != w_.dims()) return false;
   const size_t nsp = xd.size() - 2;
@@ -325,7 +385,7 @@ bool ConvKernel::shape_of(KernelContext& ctx, ConvShape& s) const {
   }
   if (fused_ && ctx.has_input(3)) {
     const Tensor& z = ctx.input(3);
-    if (z.dtype() != DType::kFloat || z.dims() != yd) return false;
+    if (z.dtype() != DType::kFloat || z.dims() != y.dims()) return false;
   }
   return true;
 }
@@ -388,6 +448,23 @@ void ConvKernel::run(KernelContext& ctx) const {
     ctx.fail("X {} has no input channels per group (W {}), but the output {} is not empty",
              dims_str(ctx.input(0).dims()), dims_str(ctx.input(1).dims()), dims_str(y.dims()));
   const float* wp = w_const_ ? w_.data<float>() : ctx.input(1).data<float>();
+  if (channels_last_ && !(s.g.in_size == 1 && s.g.out_size == 1)) {
+    if (pwt_ && pointwise_geometry(s) && s.maps == pwt_->maps() && s.cg == pwt_->channels()) {
+      pwt_->run_nhwc(s.batch * s.g.out_size, io.x, io.bias, io.z, io.y, pool);
+      return;
+    }
+    if (s.g.nsp == 2 && s.cg == 1 && s.mg == 1 && !dw_blocked_.empty()) {
+      simd::DepthwiseArgs a = depthwise_args(s, io, wp);
+      a.nhwc = true;
+      a.w_blocked = dw_blocked_.data();
+      if (simd::depthwise_nhwc_suits(a)) {
+        simd::depthwise_conv2d(a, pool);
+        return;
+      }
+    }
+    reference_(ctx);
+    return;
+  }
   if (pwt_ && pointwise_geometry(s) && s.maps == pwt_->maps() && s.cg == pwt_->channels() &&
       pointwise_t_suits(s.g.out_size, s.maps, s.cg)) {
     pwt_->run(s.batch, io.x, s.g.out_size, io.bias, io.z, io.y, pool);
@@ -400,29 +477,7 @@ void ConvKernel::run(KernelContext& ctx) const {
   }
   switch (choose(s, w_const_)) {
     case Algo::kDepthwise: {
-      const WindowGeom& g = s.g;
-      simd::DepthwiseArgs a;
-      a.batch = s.batch;
-      a.channels = s.channels;
-      a.mult = s.mg;
-      a.x = io.x;
-      a.ih = g.in[0];
-      a.iw = g.in[1];
-      a.w = wp;
-      a.kh = g.kernel[0];
-      a.kw = g.kernel[1];
-      a.sh = g.strides[0];
-      a.sw = g.strides[1];
-      a.dh = g.dilations[0];
-      a.dw = g.dilations[1];
-      a.ph = g.pad_begin[0];
-      a.pw = g.pad_begin[1];
-      a.y = io.y;
-      a.oh = g.out[0];
-      a.ow = g.out[1];
-      a.ep.bias = io.bias;
-      a.ep.z = io.z;
-      a.ep.act = act_;
+      simd::DepthwiseArgs a = depthwise_args(s, io, wp);
       if (!dw_blocked_.empty() && s.mg == 1) a.w_blocked = dw_blocked_.data();
       simd::depthwise_conv2d(a, pool);
       return;

@@ -70,4 +70,14 @@ void PointwiseT::run(int64_t batch, const float* x, int64_t os, const float* bia
   }
 }
 
+void PointwiseT::run_nhwc(int64_t rows, const float* x, const float* bias, const float* z, float* y,
+                          ThreadPool* pool) const {
+  const Impl& m = *impl_;
+  simd::Epilogue ep = m.act;
+  ep.col_bias = bias;
+  ep.residual = z;
+  ep.ldr = m.maps;
+  simd::sgemm_packed(false, rows, 1.0f, x, m.channels, m.wt, 0.0f, y, m.maps, pool, &ep);
+}
+
 }  // namespace onyx::kernels::cpu

@@ -34,6 +34,10 @@ class PointwiseT {
   /// [channels x os]. bias, z may be null.
   void run(int64_t batch, const float* x, int64_t os, const float* bias, const float* z, float* y,
            ThreadPool* pool) const;
+  /// Channels last: y [rows x maps] = act(x [rows x channels] W^T + bias + z), rows being
+  /// every pixel of every image; one GEMM, nothing transposed. bias, z may be null.
+  void run_nhwc(int64_t rows, const float* x, const float* bias, const float* z, float* y,
+                ThreadPool* pool) const;
 
  private:
   PointwiseT();

@@ -201,6 +201,59 @@ class GlobalPoolKernel final : public Kernel {
   KernelFn reference_;
 };
 
+/// ai.onyx GlobalAveragePool with channels_last: X [N, spatial..., C], Y [N, 1..., C]: per
+/// image, the pixels' channel rows summed into blocks of 64 pixels, then the blocks.
+/// Threads over images and runs of channels.
+class GlobalPoolNhwcKernel final : public Kernel {
+ public:
+  explicit GlobalPoolNhwcKernel(KernelFn reference) : reference_(reference) {}
+
+  void run(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    if (!is_float(x) || !is_float(y) || x.rank() < 3 || y.rank() != x.rank() || y.dim(0) != x.dim(0) ||
+        y.dim(y.rank() - 1) != x.dim(x.rank() - 1) || y.numel() != x.dim(0) * x.dim(x.rank() - 1)) {
+      reference_(ctx);
+      return;
+    }
+    const int64_t N = x.dim(0), C = x.dim(x.rank() - 1);
+    if (y.numel() == 0) return;
+    const int64_t P = x.numel() / (N * C);  // pixels per image
+    if (P == 0) {
+      reference_(ctx);  // empty images: the reference's NaN
+      return;
+    }
+    const float* px = x.data<float>();
+    float* py = y.data<float>();
+    // Runs of 64 channels (a few cache lines per pixel) as the unit of work.
+    constexpr int64_t kRun = 64;
+    const int64_t runs = (C + kRun - 1) / kRun;
+    const float inv = 1.0f / static_cast<float>(P);
+    parallel_blocks(ctx.pool(), N * runs, std::max<int64_t>(1, (1 << 15) / (P * kRun)),
+                    [&](int64_t u0, int64_t u1) {
+                      float part[kRun];
+                      for (int64_t u = u0; u < u1; ++u) {
+                        const int64_t n = u / runs, c0 = (u % runs) * kRun, nc = std::min(kRun, C - c0);
+                        float* yp = py + n * C + c0;
+                        std::fill(yp, yp + nc, 0.0f);
+                        const float* xn = px + n * P * C + c0;
+                        for (int64_t p0 = 0; p0 < P; p0 += 64) {
+                          std::fill(part, part + nc, 0.0f);
+                          for (int64_t p = p0; p < std::min(P, p0 + 64); ++p)
+                            simd::row_accumulate(part, xn + p * C, nc, 0);
+                          simd::row_accumulate(yp, part, nc, 0);
+                        }
+                        for (int64_t c = 0; c < nc; ++c) yp[c] *= inv;
+                      }
+                    });
+  }
+  std::string_view name() const override { return "cpu.global_pool_nhwc"; }
+  bool overwrites_outputs() const override { return true; }
+
+ private:
+  KernelFn reference_;
+};
+
 template <bool kMax>
 std::unique_ptr<Kernel> make_pool(const KernelInit& init) {
   if (!maybe_float(init, 0)) return nullptr;
@@ -217,6 +270,12 @@ std::unique_ptr<Kernel> make_global_pool(const KernelInit& init) {
   return std::make_unique<GlobalPoolKernel>(kMax, init.reference);
 }
 
+std::unique_ptr<Kernel> make_onyx_global_average_pool(const KernelInit& init) {
+  if (!maybe_float(init, 0)) return nullptr;
+  if (init.node.attr_i("channels_last", 0) != 0) return std::make_unique<GlobalPoolNhwcKernel>(init.reference);
+  return std::make_unique<GlobalPoolKernel>(false, init.reference);
+}
+
 }  // namespace
 
 void register_pool(Registry& r) {
@@ -225,6 +284,7 @@ void register_pool(Registry& r) {
   r.add_optimized("", "AveragePool", 1, 1000, f32, make_pool<false>);
   r.add_optimized("", "GlobalMaxPool", 1, 1000, f32, make_global_pool<true>);
   r.add_optimized("", "GlobalAveragePool", 1, 1000, f32, make_global_pool<false>);
+  r.add_optimized("ai.onyx", "GlobalAveragePool", 1, 1, f32, make_onyx_global_average_pool);
 }
 
 }  // namespace onyx::kernels::cpu

@@ -4,6 +4,7 @@ namespace onyx::kernels {
 
 void register_cpu(Registry& r) {
   cpu::register_views(r);
+  cpu::register_transpose(r);
   cpu::register_conv(r);
   cpu::register_matmul(r);
   cpu::register_elementwise(r);

@@ -6,6 +6,7 @@
 namespace onyx::kernels::cpu {
 
 void register_views(Registry& r);        // views.cc
+void register_transpose(Registry& r);    // transpose.cc: Transpose as batched 2-D transposes
 void register_elementwise(Registry& r);  // elementwise.cc: broadcast binary ops, Pow
 void register_activation(Registry& r);   // activation.cc: unary math and activations
 void register_softmax(Registry& r);      // softmax.cc: Softmax, LogSoftmax

@@ -265,8 +265,63 @@ void run_base(KernelContext& ctx, const char* op, size_t inputs) {
   run_step(ctx, base, in, out);
 }
 
+/// perm for channels last -> first (to_first) or back, over `rank` axes:
+/// [0, r-1, 1, ..., r-2] or [0, 2, ..., r-1, 1].
+std::vector<int64_t> channel_perm(size_t rank, bool to_first) {
+  std::vector<int64_t> p{0};
+  if (to_first) p.push_back(static_cast<int64_t>(rank) - 1);
+  for (size_t i = to_first ? 1 : 2; i + (to_first ? 1 : 0) < rank; ++i) p.push_back(static_cast<int64_t>(i));
+  if (!to_first) p.push_back(1);
+  return p;
+}
+
+/// `t` with its channels moved from last to first (to_first) or back, through Transpose.
+Tensor move_channels(KernelContext& ctx, const Tensor& t, bool to_first) {
+  return run_new(ctx,
+                 step_node(ctx.node(), "Transpose", 1, {attr_ints("perm", channel_perm(t.rank(), to_first))}),
+                 {&t});
+}
+
+/// Writes the channels-first `y` into the node's channels-last output 0.
+void store_channels_last(KernelContext& ctx, const Tensor& y) {
+  const Value yv(y);
+  std::vector<Value> out{Value(ctx.output(0))};
+  run_step(ctx, step_node(ctx.node(), "Transpose", 1, {attr_ints("perm", channel_perm(y.rank(), false))}),
+           {&yv}, out);
+}
+
+/// FusedConv with channels_last: X and Z moved to channels first, the plain composition,
+/// Y moved back.
+void fused_conv_channels_last(KernelContext& ctx, const Activation& act) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 3)
+    ctx.fail("channels_last: X must have rank >= 3, got {}", dims_str(x.dims()));
+  const Tensor xt = move_channels(ctx, x, true);
+  ir::Node base = as_onnx(ctx.node(), "Conv");
+  std::vector<const Tensor*> in{&xt, &ctx.input(1)};
+  if (ctx.num_inputs() > 2 && ctx.has_input(2)) in.push_back(&ctx.input(2));
+  base.inputs.resize(in.size());
+  Tensor y = run_new(ctx, base, in);
+  if (ctx.num_inputs() > 3 && ctx.has_input(3)) {
+    const Tensor& z = ctx.input(3);
+    if (z.rank() != x.rank() || z.dtype() != y.dtype())
+      ctx.fail("Z is {}{}, expected the shape of Y", dtype_name(z.dtype()), dims_str(z.dims()));
+    const Tensor zt = move_channels(ctx, z, true);
+    if (zt.dims() != y.dims())
+      ctx.fail("Z is {}{}, expected Y's {} (channels last)", dtype_name(z.dtype()), dims_str(z.dims()),
+               dims_str(ctx.output(0).dims()));
+    run_in_place(ctx, step_node(ctx.node(), "Add", 2, {}), y, {&zt});
+  }
+  activate(ctx, act, y);
+  store_channels_last(ctx, y);
+}
+
 void fused_conv(KernelContext& ctx) {
   const Activation act = parse_activation(ctx.node());
+  if (ctx.attr_i("channels_last", 0) != 0) {
+    fused_conv_channels_last(ctx, act);
+    return;
+  }
   run_base(ctx, "Conv", 3);
   Tensor& y = ctx.output(0);
   if (ctx.has_input(3)) {
@@ -297,6 +352,20 @@ void fused_matmul(KernelContext& ctx) {
     run_in_place(ctx, step_node(ctx.node(), "Add", 2, {}), y, {&b});
   }
   activate(ctx, act, y);
+}
+
+/// ai.onyx GlobalAveragePool: ONNX's, with the channels last when channels_last = 1.
+void global_average_pool(KernelContext& ctx) {
+  if (ctx.attr_i("channels_last", 0) == 0) {
+    run_base(ctx, "GlobalAveragePool", 1);
+    return;
+  }
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 3)
+    ctx.fail("channels_last: X must have rank >= 3, got {}", dims_str(x.dims()));
+  const Tensor xt = move_channels(ctx, x, true);
+  const Tensor y = run_new(ctx, as_onnx(ctx.node(), "GlobalAveragePool"), {&xt});
+  store_channels_last(ctx, y);
 }
 
 void gelu(KernelContext& ctx) {
@@ -359,6 +428,7 @@ void register_fused(Registry& r) {
   r.add(d, "Gelu", 1, 1, float_types(), gelu);
   r.add(d, "LayerNormalization", 1, 1, float_types(), layer_norm);
   r.add(d, "Attention", 1, 1, float_types(), attention);
+  r.add(d, "GlobalAveragePool", 1, 1, float_types(), global_average_pool);
 }
 
 }  // namespace onyx::kernels

@@ -5,6 +5,10 @@
 //   Gelu(X)                   as ONNX Gelu-20 (attribute approximate "none" | "tanh")
 //   LayerNormalization        as ONNX LayerNormalization-17
 //   Attention(Q, K, V, mask?) Y = softmax(Q K^T * scale + mask) V over the last axis
+//   GlobalAveragePool(X)      as ONNX's
+// FusedConv and GlobalAveragePool take `channels_last` (int, default 0): when 1, X, Z and
+// Y hold the channels on their last axis ([N, H, W, C]; FusedConv's W stays [M, C/g, kH,
+// kW]), as src/opt/channels_last.cc makes them; the reference moves them first and back.
 // The activation of the first three is named by the string attribute `activation` ("" for
 // none) with its parameters in the floats attribute `activation_params`. This header holds
 // what every kernel of these ops (reference or optimized) parses the same way.
