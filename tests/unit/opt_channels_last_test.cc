@@ -83,6 +83,21 @@ TEST(OptChannelsLast, NearMissesStayChannelsFirst) {
   EXPECT_EQ(channels_last_convs(optimize_spec(block(20, 96, 32, 14, rng))), 0);
   // No depthwise layer (the 3x3 and 5x5 run as Winograd / im2col channels first).
   EXPECT_EQ(channels_last_convs(optimize_spec(block(32, 96, 32, 14, rng, false))), 0);
+  // DenseNet's BatchNormalization as a 1x1 depthwise Conv between channels-first 3x3
+  // layers: no window, and a Transpose on each side.
+  {
+    GraphSpec g;
+    g.inputs.push_back(tensor_info("x", kFloat, {1, 32, 14, 14}));
+    g.initializers.push_back(random_init("w1", {32, 32, 3, 3}, rng));
+    g.initializers.push_back(random_init("s", {32, 1, 1, 1}, rng));
+    g.initializers.push_back(random_init("w2", {16, 32, 3, 3}, rng));
+    g.nodes.push_back(NodeSpec("Conv", {"x", "w1"}, {"a"}, {AttrSpec::Ints("pads", {1, 1, 1, 1})}));
+    g.nodes.push_back(NodeSpec("Conv", {"a", "s"}, {"b"}, {AttrSpec::Int("group", 32)}));
+    g.nodes.push_back(NodeSpec("Relu", {"b"}, {"c"}));
+    g.nodes.push_back(NodeSpec("Conv", {"c", "w2"}, {"y"}, {AttrSpec::Ints("pads", {1, 1, 1, 1})}));
+    g.outputs = {tensor_info("y", kFloat, {1, 16, 14, 14})};
+    EXPECT_EQ(channels_last_convs(optimize_spec(ModelSpec(g, 17))), 0);
+  }
   // Not on the reference kernels, nor at basic, nor without fused ops.
   const ModelSpec m = block(32, 96, 32, 14, rng);
   EXPECT_EQ(channels_last_convs(optimize_spec(m, GraphOptimization::kBasic)), 0);
