@@ -227,6 +227,93 @@ void pool_plane_padded(const PoolGeom& g, const float* x, float* y, float* rows,
   }
 }
 
+/// pool_plane_padded's result for strides 1 and 2 with the window's rows folded first:
+/// for each output row, its window's rows inside the input are folded straight from X
+/// into a padded line (so X is read in place and only oh lines are folded along the
+/// width, not ih rows), then the line along the width into y. A max folds with plain
+/// Max, exact only without NaN: every input vector also goes into an FMA probe (v * 0,
+/// NaN for NaN and infinite inputs), and when the probe holds a NaN at the end it returns
+/// false and y is to be computed again by pool_plane_padded. line has room for
+/// kPoolLines lines of line_len floats.
+template <bool kMax, int64_t kStride>
+bool pool_plane_rows_first(const PoolGeom& g, const float* x, float* y, float* line,
+                           int64_t line_len, const float* row_scale, const float* col_scale) {
+  const DF d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const VF zero = hn::Zero(d);
+  VF probe = zero;
+  for (int64_t l = 0; l < kPoolLines; ++l)
+    std::fill(line + l * line_len, line + (l + 1) * line_len, kMax ? -HUGE_VALF : 0.0f);
+  const int64_t full = g.iw / L * L;
+  const auto tail = hn::FirstN(d, static_cast<size_t>(g.iw - full));
+  for (int64_t oy0 = 0; oy0 < g.oh; oy0 += kPoolLines) {
+    const int64_t n = std::min(kPoolLines, g.oh - oy0);
+    // kPoolLines lines are folded before the first of them is read along the width (a
+    // load across two stores still in the store buffer waits for them).
+    for (int64_t l = 0; l < n; ++l) {
+      const int64_t base = (oy0 + l) * g.sh - g.ph;
+      int64_t t0 = 0, t1 = g.kh;
+      while (t0 < t1 && base + t0 * g.dh < 0) ++t0;
+      while (t1 > t0 && base + (t1 - 1) * g.dh >= g.ih) --t1;
+      float* ln = line + l * line_len + g.pw;
+      if (t0 == t1) {  // no row inside: a line of the fill value
+        std::fill(ln, ln + g.iw, kMax ? -HUGE_VALF : 0.0f);
+        continue;
+      }
+      const float* r0 = x + (base + t0 * g.dh) * g.iw;
+      const int64_t step = g.dh * g.iw;
+      auto fold = [&](auto load, int64_t j) {
+        VF acc = load(r0 + j);
+        if constexpr (kMax) probe = hn::MulAdd(acc, zero, probe);
+        for (int64_t t = t0 + 1; t < t1; ++t) {
+          const VF v = load(r0 + (t - t0) * step + j);
+          if constexpr (kMax) {
+            probe = hn::MulAdd(v, zero, probe);
+            acc = hn::Max(acc, v);
+          } else {
+            acc = hn::Add(acc, v);
+          }
+        }
+        return acc;
+      };
+      for (int64_t j = 0; j < full; j += L)
+        hn::StoreU(fold([&](const float* p) { return hn::LoadU(d, p); }, j), d, ln + j);
+      if (full < g.iw)
+        TailStore(fold([&](const float* p) { return TailLoad(tail, d, p); }, full), tail, d,
+                  ln + full);
+    }
+    for (int64_t l = 0; l < n; ++l) {
+      const int64_t oy = oy0 + l;
+      const float* ln = line + l * line_len;
+      float* yr = y + oy * g.ow;
+      const VF vs = hn::Set(d, row_scale ? row_scale[oy] : 1.0f);
+      for (int64_t ox = 0; ox < g.ow; ox += L) {
+        const float* p = ln + ox * kStride;
+        VF acc = kMax ? hn::Set(d, -HUGE_VALF) : zero;
+        for (int64_t k = 0; k < g.kw; ++k, p += g.dw) {
+          VF v;
+#if HWY_TARGET == HWY_SCALAR
+          v = hn::LoadU(d, p);
+#else
+          if constexpr (kStride == 1)
+            v = hn::LoadU(d, p);
+          else
+            v = hn::ConcatEven(d, hn::LoadU(d, p + L), hn::LoadU(d, p));
+#endif
+          acc = kMax ? hn::Max(acc, v) : hn::Add(acc, v);
+        }
+        if (row_scale) acc = hn::Mul(acc, hn::Mul(vs, hn::LoadU(d, col_scale + ox)));
+        if (ox + L <= g.ow)
+          hn::StoreU(acc, d, yr + ox);
+        else
+          TailStore(acc, hn::FirstN(d, static_cast<size_t>(g.ow - ox)), d, yr + ox);
+      }
+    }
+  }
+  if constexpr (kMax) return hn::AllFalse(d, hn::IsNaN(probe));
+  return true;
+}
+
 /// 2x2 windows at stride 2 with every window inside the plane (no pads, no ceil_mode
 /// overhang: VGG, UNet and digit-reader pools): each output vector is two deinterleaved
 /// rows folded together, no padded lines and no second pass. Sums are scaled by 1/4 when
@@ -306,6 +393,15 @@ void PoolPlanePadded(const PoolGeom& g, const float* x, float* y, float* rows, f
   }
 }
 
+bool PoolPlaneRowsFirst(const PoolGeom& g, const float* x, float* y, float* line, int64_t line_len,
+                        bool max, const float* row_scale, const float* col_scale) {
+  if (max)
+    return g.sw == 1 ? pool_plane_rows_first<true, 1>(g, x, y, line, line_len, row_scale, col_scale)
+                     : pool_plane_rows_first<true, 2>(g, x, y, line, line_len, row_scale, col_scale);
+  return g.sw == 1 ? pool_plane_rows_first<false, 1>(g, x, y, line, line_len, row_scale, col_scale)
+                   : pool_plane_rows_first<false, 2>(g, x, y, line, line_len, row_scale, col_scale);
+}
+
 void PoolPlane(const PoolGeom& g, const float* x, float* y, float* rows, bool max,
                const float* row_scale, const float* col_scale) {
   if (max)
@@ -323,6 +419,7 @@ namespace onyx::simd {
 
 HWY_EXPORT(PoolPlane);
 HWY_EXPORT(PoolPlanePadded);
+HWY_EXPORT(PoolPlaneRowsFirst);
 HWY_EXPORT(PoolLanes);
 HWY_EXPORT(Pool2x2S2);
 HWY_EXPORT(PoolVertical);
@@ -351,7 +448,6 @@ void pool_plane(const PoolGeom& g, const float* x, float* y, bool max, const flo
     const int64_t owp = (g.ow + L - 1) / L * L;
     // The last vector of a row reads up to sw * owp + (kw - 1) * dw + L floats of the line.
     const int64_t line_len = std::max(g.pw + g.iw, g.sw * owp + (g.kw - 1) * g.dw + L);
-    if (static_cast<int64_t>(rows.size()) < g.ih * owp) rows.resize(static_cast<size_t>(g.ih * owp));
     if (static_cast<int64_t>(line.size()) < kPoolLines * line_len) line.resize(static_cast<size_t>(kPoolLines * line_len));
     const float* cs = nullptr;
     if (col_scale) {
@@ -360,6 +456,10 @@ void pool_plane(const PoolGeom& g, const float* x, float* y, bool max, const flo
       std::fill(cols.begin() + g.ow, cols.begin() + owp, 1.0f);
       cs = cols.data();
     }
+    // Rows first; a max over a plane with NaN (or infinities) again, NaN-exact.
+    if (HWY_DYNAMIC_DISPATCH(PoolPlaneRowsFirst)(g, x, y, line.data(), line_len, max, row_scale, cs))
+      return;
+    if (static_cast<int64_t>(rows.size()) < g.ih * owp) rows.resize(static_cast<size_t>(g.ih * owp));
     HWY_DYNAMIC_DISPATCH(PoolPlanePadded)(g, x, y, rows.data(), line.data(), line_len, owp, max,
                                           row_scale, cs);
     return;

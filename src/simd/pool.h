@@ -1,8 +1,10 @@
 // Pooling microkernel on Highway for src/kernels/cpu/pool.cc: a plane is pooled in two
-// passes, every input row along the width (strides 1 and 2: the row copied into a line
-// padded with the fold's neutral value, so every output is whole vectors; other strides:
-// vectors where every tap is inside the row, scalar loops at the edges), then the partial
-// rows of each window's rows folded together.
+// passes. Strides 1 and 2 fold each output row's window rows first, straight from X, into
+// a line padded with the fold's neutral value, then that line along the width, so every
+// output is whole vectors (a max over a plane with NaN or infinities is done again the
+// other way round, NaN-exact). Otherwise every input row is folded along the width first
+// (vectors where every tap is inside the row, scalar loops at the edges), then the partial
+// rows of each window's rows together.
 #pragma once
 #include <cstdint>
 

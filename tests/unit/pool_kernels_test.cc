@@ -75,9 +75,14 @@ TEST(PoolKernels, ModelShapesMatchReference) {
     Dims x;
     std::vector<int64_t> k, s, p;
     int64_t include_pad;
+    bool ceil = false;
   };
   const Case cases[] = {
       {"MaxPool", {1, 64, 112, 112}, {3, 3}, {2, 2}, {1, 1, 1, 1}, 0},
+      // SqueezeNet's 3x3/2 with ceil_mode, at 111x111 (no overhang) and 54x54 (overhang).
+      {"MaxPool", {1, 16, 111, 111}, {3, 3}, {2, 2}, {0, 0, 0, 0}, 0, true},
+      {"MaxPool", {1, 16, 54, 54}, {3, 3}, {2, 2}, {0, 0, 0, 0}, 0, true},
+      {"AveragePool", {1, 16, 54, 54}, {3, 3}, {2, 2}, {0, 0, 0, 0}, 0, true},
       {"MaxPool", {1, 32, 20, 20}, {5, 5}, {1, 1}, {2, 2, 2, 2}, 0},
       {"MaxPool", {2, 16, 64, 64}, {2, 2}, {2, 2}, {0, 0, 0, 0}, 0},
       {"MaxPool", {1, 8, 17, 75}, {2, 2}, {2, 2}, {0, 0, 0, 0}, 0},
@@ -98,6 +103,7 @@ TEST(PoolKernels, ModelShapesMatchReference) {
                AttrSpec::Ints("pads", c.p)};
     if (std::string(c.op) == "AveragePool")
       t.attrs.push_back(AttrSpec::Int("count_include_pad", c.include_pad));
+    if (c.ceil) t.attrs.push_back(AttrSpec::Int("ceil_mode", 1));
     // Each shape plain and with NaN and infinities sprinkled in (whole-vector paths too).
     for (bool specials : {false, true}) {
       Tensor x = random_floats(c.x, rng);
