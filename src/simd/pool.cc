@@ -49,12 +49,21 @@ struct TapFold {
   }
 };
 
-/// One vector of horizontal window results: lane j reduces (max, NaN-propagating, or sum)
-/// base[j * kStride + k * dw] over k < kw.
-template <bool kMax, int64_t kStride>
+/// TapFold without the NaN mask: exact where no tap is NaN (pool_plane_rows_first).
+template <bool kMax>
+struct PlainFold {
+  VF acc;
+  HWY_INLINE PlainFold() : acc(kMax ? hn::Set(DF(), -HUGE_VALF) : hn::Zero(DF())) {}
+  HWY_INLINE void add(VF v) { acc = kMax ? hn::Max(acc, v) : hn::Add(acc, v); }
+  HWY_INLINE VF result() const { return acc; }
+};
+
+/// One vector of horizontal window results: lane j reduces (max, NaN-propagating unless
+/// Fold is PlainFold, or sum) base[j * kStride + k * dw] over k < kw.
+template <bool kMax, int64_t kStride, typename Fold = TapFold<kMax>>
 HWY_INLINE VF window_vector(const float* base, int64_t kw, int64_t dw) {
   const DF d;
-  TapFold<kMax> fold;
+  Fold fold;
   for (int64_t k = 0; k < kw; ++k) {
     const float* p = base + k * dw;
     VF v;
@@ -288,20 +297,7 @@ bool pool_plane_rows_first(const PoolGeom& g, const float* x, float* y, float* l
       float* yr = y + oy * g.ow;
       const VF vs = hn::Set(d, row_scale ? row_scale[oy] : 1.0f);
       for (int64_t ox = 0; ox < g.ow; ox += L) {
-        const float* p = ln + ox * kStride;
-        VF acc = kMax ? hn::Set(d, -HUGE_VALF) : zero;
-        for (int64_t k = 0; k < g.kw; ++k, p += g.dw) {
-          VF v;
-#if HWY_TARGET == HWY_SCALAR
-          v = hn::LoadU(d, p);
-#else
-          if constexpr (kStride == 1)
-            v = hn::LoadU(d, p);
-          else
-            v = hn::ConcatEven(d, hn::LoadU(d, p + L), hn::LoadU(d, p));
-#endif
-          acc = kMax ? hn::Max(acc, v) : hn::Add(acc, v);
-        }
+        VF acc = window_vector<kMax, kStride, PlainFold<kMax>>(ln + ox * kStride, g.kw, g.dw);
         if (row_scale) acc = hn::Mul(acc, hn::Mul(vs, hn::LoadU(d, col_scale + ox)));
         if (ox + L <= g.ow)
           hn::StoreU(acc, d, yr + ox);
