@@ -819,57 +819,51 @@ void depthwise_blocked(const DepthwiseArgs& a, int64_t L, ThreadPool* pool) {
   const int64_t threads = pool ? pool->size() : 1;
   const double work = static_cast<double>(a.batch * a.channels) * static_cast<double>(a.oh * a.ow) *
                       static_cast<double>(taps);
+  // A tap here costs more than the per-plane kernel's (the transposes): threads pay from
+  // about 64K taps (MobileNetV2's 960-channel 7x7 depthwise, 423K taps, ran on one).
+  const bool parallel = threads > 1 && work >= double(1 << 16);
+  // Weights (unless prepacked) and biases by channel block, lanes past the last channel zero.
+  thread_local std::vector<float> wt, bt;
+  if (!a.w_blocked) pack_blocked(a.w, a.channels, taps, L, wt);
+  bt.assign(static_cast<size_t>(g.cblocks * L), 0.0f);
+  if (a.ep.bias) std::copy(a.ep.bias, a.ep.bias + a.channels, bt.begin());
+  const float* wp = a.w_blocked ? a.w_blocked : wt.data();
+  const float* bp = bt.data();
   if (a.nhwc) {
     // Tasks of (image, block of output rows) over every channel block, each reading about
     // 64K floats of input rows (L2), at least one output row.
     const int64_t row_floats = std::max<int64_t>(1, a.iw * a.channels);
     g.rows_per = std::clamp((kInFloats * 4 / row_floats - (a.kh - 1) * a.dh - 1) / a.sh + 1, int64_t(1), a.oh);
     g.rblocks = (a.oh + g.rows_per - 1) / g.rows_per;
-    const bool par = threads > 1 && work >= double(1 << 16);
-    if (par && a.batch * g.rblocks < 4 * threads) {
+    if (parallel && a.batch * g.rblocks < 4 * threads) {
       g.rblocks = std::min(a.oh, (4 * threads + a.batch - 1) / a.batch);
       g.rows_per = (a.oh + g.rblocks - 1) / g.rblocks;
       g.rblocks = (a.oh + g.rows_per - 1) / g.rows_per;
     }
-    thread_local std::vector<float> wt_n, bt_n, zeros;
-    if (!a.w_blocked) pack_blocked(a.w, a.channels, taps, L, wt_n);
-    bt_n.assign(static_cast<size_t>(g.cblocks * L), 0.0f);
-    if (a.ep.bias) std::copy(a.ep.bias, a.ep.bias + a.channels, bt_n.begin());
+    thread_local std::vector<float> zeros;
     // (+ L: a tail block's row of zeros is read from channel c0 on.)
     const size_t zero_floats = static_cast<size_t>(a.iw * a.channels + L);
     if (zeros.size() < zero_floats) zeros.assign(zero_floats, 0.0f);
     const auto fn = HWY_DYNAMIC_DISPATCH(DwBlockedNhwc);
-    const float* wp = a.w_blocked ? a.w_blocked : wt_n.data();
-    const float* bp = bt_n.data();
     const float* zp = zeros.data();
     auto run = [&](int64_t t0, int64_t t1) { fn(a, g, wp, bp, t0, t1, zp); };
     const int64_t tasks = a.batch * g.rblocks;
-    if (par && tasks > 1)
+    if (parallel && tasks > 1)
       pool->parallel_for(tasks, run);
     else
       run(0, tasks);
     return;
   }
-  // A tap here costs more than the per-plane kernel's (the transposes): threads pay from
-  // about 64K taps (MobileNetV2's 960-channel 7x7 depthwise, 423K taps, ran on one).
-  const bool parallel = threads > 1 && work >= double(1 << 16);
   if (parallel && a.batch * g.cblocks * g.rblocks < 4 * threads) {
     g.rblocks = std::min(a.oh, (4 * threads + a.batch * g.cblocks - 1) / (a.batch * g.cblocks));
     g.rows_per = (a.oh + g.rblocks - 1) / g.rblocks;
     g.rblocks = (a.oh + g.rows_per - 1) / g.rows_per;
   }
-  // Weights (unless prepacked) and biases by channel block, lanes past the last channel zero.
-  thread_local std::vector<float> wt, bt;
-  if (!a.w_blocked) pack_blocked(a.w, a.channels, taps, L, wt);
-  bt.assign(static_cast<size_t>(g.cblocks * L), 0.0f);
-  if (a.ep.bias) std::copy(a.ep.bias, a.ep.bias + a.channels, bt.begin());
   const int64_t rows_in = (g.rows_per - 1) * a.sh + (a.kh - 1) * a.dh + 1;
   // (+ slack: DwPixels' last block of four pixels reads up to 3 sw pixels past a row.)
   const size_t ibuf_floats = static_cast<size_t>(rows_in * g.iwp * L + 8 * L);
   const size_t obuf_floats = static_cast<size_t>((a.ow + L - 1) / L * L * L);
   const auto fn = HWY_DYNAMIC_DISPATCH(DwBlocked);
-  const float* wp = a.w_blocked ? a.w_blocked : wt.data();
-  const float* bp = bt.data();
   auto run = [&](int64_t t0, int64_t t1) {
     thread_local std::vector<float> ibuf, obuf;
     if (ibuf.size() < ibuf_floats) ibuf.resize(ibuf_floats);
