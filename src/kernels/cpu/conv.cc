@@ -25,6 +25,10 @@ namespace {
 /// layers of 1 MiB and more keep reading W in place (packing those too added 23 MB, its
 /// peak RSS near 0.8x onnxruntime's).
 constexpr size_t kPackBelowBytes = size_t(1) << 20;
+
+bool all_are(const std::vector<int64_t>& v, int64_t x) {
+  return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+}
 }  // namespace
 
 void conv_parallel(ThreadPool* pool, int64_t n, double work,
@@ -96,6 +100,11 @@ class ConvKernel final : public Kernel {
   bool shape_of(KernelContext& ctx, ConvShape& s) const;
   Algo choose(const ConvShape& s, bool w_const) const;
   const float* packed() const { return packed_.empty() ? nullptr : packed_.data(); }
+  /// Strides and dilations 1, no pads: a 1x1 W makes it a pointwise layer (one GEMM).
+  bool unit_window_unpadded() const {
+    return all_are(strides_, 1) && all_are(dilations_, 1) && all_are(pads_, 0) &&
+           (auto_pad_ == "NOTSET" || auto_pad_ == "VALID");
+  }
 
   KernelFn reference_;
   bool fused_ = false;
@@ -183,12 +192,7 @@ bool ConvKernel::init(const KernelInit& init) {
   if (channels_last_ && !(cg == 1 && mg == 1)) {
     // Channels last, not depthwise: a pointwise layer runs as one GEMM on W^T, except over
     // 1x1 images, whose NHWC and NCHW layouts are the same bytes (the paths below).
-    auto all_are = [](const std::vector<int64_t>& v, int64_t x) {
-      return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
-    };
-    if (group_ != 1 || wd[2] != 1 || wd[3] != 1 || !all_are(strides_, 1) || !all_are(dilations_, 1) ||
-        !all_are(pads_, 0) || (auto_pad_ != "NOTSET" && auto_pad_ != "VALID"))
-      return false;
+    if (group_ != 1 || wd[2] != 1 || wd[3] != 1 || !unit_window_unpadded()) return false;
     bool one_pixel = false;
     if (init.output_types.size() > 0 && init.output_types[0] && init.output_types[0]->has_shape) {
       const ir::Shape& ys = init.output_types[0]->shape;
@@ -206,10 +210,7 @@ bool ConvKernel::init(const KernelInit& init) {
   }
 
   // Winograd's 4x larger weights are made only for the kernels it may take.
-  auto ones = [](const std::vector<int64_t>& v) {
-    return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
-  };
-  const bool unit = ones(strides_) && ones(dilations_);
+  const bool unit = all_are(strides_, 1) && all_are(dilations_, 1);
   if (is2d && wd[2] == 3 && wd[3] == 3 && unit) {
     ConvShape probe;
     probe.g.nsp = 2;
@@ -266,11 +267,7 @@ bool ConvKernel::init(const KernelInit& init) {
       known = ys[d].known();
       if (known) os *= ys[d].value;
     }
-    auto all_are = [](const std::vector<int64_t>& v, int64_t x) {
-      return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
-    };
-    if (known && pointwise_t_suits(os, maps, cg) && all_are(strides_, 1) && all_are(dilations_, 1) &&
-        all_are(pads_, 0) && (auto_pad_ == "NOTSET" || auto_pad_ == "VALID"))
+    if (known && pointwise_t_suits(os, maps, cg) && unit_window_unpadded())
       pwt_ = PointwiseT::make(wp, maps, cg, node.attr_s("activation", ""),
                               node.attr_floats("activation_params"));
   }
