@@ -58,6 +58,16 @@ struct PlainFold {
   HWY_INLINE VF result() const { return acc; }
 };
 
+/// Output row oy's window rows inside the input: iy = base + t * dh for t in [t0, t1).
+HWY_INLINE void window_rows(const PoolGeom& g, int64_t oy, int64_t& base, int64_t& t0,
+                            int64_t& t1) {
+  base = oy * g.sh - g.ph;
+  t0 = 0;
+  t1 = g.kh;
+  while (t0 < t1 && base + t0 * g.dh < 0) ++t0;
+  while (t1 > t0 && base + (t1 - 1) * g.dh >= g.ih) --t1;
+}
+
 /// One vector of horizontal window results: lane j reduces (max, NaN-propagating unless
 /// Fold is PlainFold, or sum) base[j * kStride + k * dw] over k < kw.
 template <bool kMax, int64_t kStride, typename Fold = TapFold<kMax>>
@@ -143,11 +153,8 @@ void fold_rows(const PoolGeom& g, const float* rows, float* y, const float* row_
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const VF init = kMax ? hn::Set(d, -HUGE_VALF) : hn::Zero(d);
   for (int64_t oy = 0; oy < g.oh; ++oy) {
-    // The window rows inside the input: iy = oy * sh - ph + t * dh for t in [t0, t1).
-    const int64_t base = oy * g.sh - g.ph;
-    int64_t t0 = 0, t1 = g.kh;
-    while (t0 < t1 && base + t0 * g.dh < 0) ++t0;
-    while (t1 > t0 && base + (t1 - 1) * g.dh >= g.ih) --t1;
+    int64_t base, t0, t1;
+    window_rows(g, oy, base, t0, t1);
     float* yr = y + oy * g.ow;
     const float* r0 = rows + (base + t0 * g.dh) * g.ow;
     const int64_t step = g.dh * g.ow;
@@ -180,24 +187,23 @@ void pool_plane_impl(const PoolGeom& g, const float* x, float* y, float* rows,
   fold_rows<kMax>(g, rows, y, row_scale, col_scale);
 }
 
-/// pool_plane_impl for strides 1 and 2 over padded rows: each input row is copied into
-/// `line` (pw fill values, the row, fill values to the end: -inf for max, 0 for sums,
-/// which fold like taps outside), so every output of the row, up to owp (ow rounded up to
-/// whole vectors), is whole vectors without bounds tests; rows holds ih rows of owp
-/// partial results and col_scale (when given) owp values. Only the last partial vector of
-/// each output row is stored lane by lane. line has room for kPoolLines lines of line_len
-/// floats.
-template <bool kMax, int64_t kStride>
-void pool_plane_padded(const PoolGeom& g, const float* x, float* y, float* rows, float* line,
-                       int64_t line_len, int64_t owp, const float* row_scale,
-                       const float* col_scale) {
+/// The max of pool_plane_impl for strides 1 and 2 over padded rows, NaN-exact (a NaN
+/// mask per tap): the fallback of pool_plane_rows_first for planes holding NaN. Each
+/// input row is copied into `line` (pw values -inf, the row, -inf to the end, which fold
+/// like taps outside), so every output of the row, up to owp (ow rounded up to whole
+/// vectors), is whole vectors without bounds tests; rows holds ih rows of owp partial
+/// results. Only the last partial vector of each output row is stored lane by lane. line
+/// has room for kPoolLines lines of line_len floats.
+template <int64_t kStride>
+void max_plane_padded(const PoolGeom& g, const float* x, float* y, float* rows, float* line,
+                      int64_t line_len, int64_t owp) {
   const DF d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   // kPoolLines rows are copied before the first of them is read: a vector load of floats
   // stored a moment before, across two of the copy's stores, waits for them to leave the
   // store buffer (the copy-then-read of one row at a time made this loop 3x slower).
   for (int64_t l = 0; l < kPoolLines; ++l)
-    std::fill(line + l * line_len, line + (l + 1) * line_len, kMax ? -HUGE_VALF : 0.0f);
+    std::fill(line + l * line_len, line + (l + 1) * line_len, -HUGE_VALF);
   for (int64_t iy0 = 0; iy0 < g.ih; iy0 += kPoolLines) {
     const int64_t n = std::min(kPoolLines, g.ih - iy0);
     for (int64_t l = 0; l < n; ++l)
@@ -205,29 +211,20 @@ void pool_plane_padded(const PoolGeom& g, const float* x, float* y, float* rows,
     for (int64_t l = 0; l < n; ++l) {
       const float* ln = line + l * line_len;
       float* hr = rows + (iy0 + l) * owp;
-      // The common 3-wide window with its taps unrolled.
-      if (g.kw == 3 && g.dw == 1)
-        for (int64_t ox = 0; ox < owp; ox += L)
-          hn::StoreU(window_vector<kMax, kStride>(ln + ox * kStride, 3, 1), d, hr + ox);
-      else
-        for (int64_t ox = 0; ox < owp; ox += L)
-          hn::StoreU(window_vector<kMax, kStride>(ln + ox * kStride, g.kw, g.dw), d, hr + ox);
+      for (int64_t ox = 0; ox < owp; ox += L)
+        hn::StoreU(window_vector<true, kStride>(ln + ox * kStride, g.kw, g.dw), d, hr + ox);
     }
   }
   for (int64_t oy = 0; oy < g.oh; ++oy) {
-    const int64_t base = oy * g.sh - g.ph;
-    int64_t t0 = 0, t1 = g.kh;
-    while (t0 < t1 && base + t0 * g.dh < 0) ++t0;
-    while (t1 > t0 && base + (t1 - 1) * g.dh >= g.ih) --t1;
+    int64_t base, t0, t1;
+    window_rows(g, oy, base, t0, t1);
     float* yr = y + oy * g.ow;
     const float* r0 = rows + (base + t0 * g.dh) * owp;
     const int64_t step = g.dh * owp;
-    const VF vs = hn::Set(d, row_scale ? row_scale[oy] : 1.0f);
     for (int64_t ox = 0; ox < g.ow; ox += L) {
-      TapFold<kMax> fold;
+      TapFold<true> fold;
       for (int64_t t = t0; t < t1; ++t) fold.add(hn::LoadU(d, r0 + (t - t0) * step + ox));
-      VF acc = fold.result();
-      if (row_scale) acc = hn::Mul(acc, hn::Mul(vs, hn::LoadU(d, col_scale + ox)));
+      const VF acc = fold.result();
       if (ox + L <= g.ow)
         hn::StoreU(acc, d, yr + ox);
       else
@@ -236,13 +233,13 @@ void pool_plane_padded(const PoolGeom& g, const float* x, float* y, float* rows,
   }
 }
 
-/// pool_plane_padded's result for strides 1 and 2 with the window's rows folded first:
+/// pool_plane_impl's result for strides 1 and 2 with the window's rows folded first:
 /// for each output row, its window's rows inside the input are folded straight from X
 /// into a padded line (so X is read in place and only oh lines are folded along the
 /// width, not ih rows), then the line along the width into y. A max folds with plain
 /// Max, exact only without NaN: every input vector also goes into an FMA probe (v * 0,
 /// NaN for NaN and infinite inputs), and when the probe holds a NaN at the end it returns
-/// false and y is to be computed again by pool_plane_padded. line has room for
+/// false and y is to be computed again by max_plane_padded. line has room for
 /// kPoolLines lines of line_len floats.
 template <bool kMax, int64_t kStride>
 bool pool_plane_rows_first(const PoolGeom& g, const float* x, float* y, float* line,
@@ -260,10 +257,8 @@ bool pool_plane_rows_first(const PoolGeom& g, const float* x, float* y, float* l
     // kPoolLines lines are folded before the first of them is read along the width (a
     // load across two stores still in the store buffer waits for them).
     for (int64_t l = 0; l < n; ++l) {
-      const int64_t base = (oy0 + l) * g.sh - g.ph;
-      int64_t t0 = 0, t1 = g.kh;
-      while (t0 < t1 && base + t0 * g.dh < 0) ++t0;
-      while (t1 > t0 && base + (t1 - 1) * g.dh >= g.ih) --t1;
+      int64_t base, t0, t1;
+      window_rows(g, oy0 + l, base, t0, t1);
       float* ln = line + l * line_len + g.pw;
       if (t0 == t1) {  // no row inside: a line of the fill value
         std::fill(ln, ln + g.iw, kMax ? -HUGE_VALF : 0.0f);
@@ -373,20 +368,12 @@ int64_t PoolLanes() {
   return static_cast<int64_t>(hn::Lanes(DF()));
 }
 
-void PoolPlanePadded(const PoolGeom& g, const float* x, float* y, float* rows, float* line,
-                     int64_t line_len, int64_t owp, bool max, const float* row_scale,
-                     const float* col_scale) {
-  if (max) {
-    if (g.sw == 1)
-      pool_plane_padded<true, 1>(g, x, y, rows, line, line_len, owp, row_scale, col_scale);
-    else
-      pool_plane_padded<true, 2>(g, x, y, rows, line, line_len, owp, row_scale, col_scale);
-  } else {
-    if (g.sw == 1)
-      pool_plane_padded<false, 1>(g, x, y, rows, line, line_len, owp, row_scale, col_scale);
-    else
-      pool_plane_padded<false, 2>(g, x, y, rows, line, line_len, owp, row_scale, col_scale);
-  }
+void MaxPlanePadded(const PoolGeom& g, const float* x, float* y, float* rows, float* line,
+                    int64_t line_len, int64_t owp) {
+  if (g.sw == 1)
+    max_plane_padded<1>(g, x, y, rows, line, line_len, owp);
+  else
+    max_plane_padded<2>(g, x, y, rows, line, line_len, owp);
 }
 
 bool PoolPlaneRowsFirst(const PoolGeom& g, const float* x, float* y, float* line, int64_t line_len,
@@ -414,7 +401,7 @@ HWY_AFTER_NAMESPACE();
 namespace onyx::simd {
 
 HWY_EXPORT(PoolPlane);
-HWY_EXPORT(PoolPlanePadded);
+HWY_EXPORT(MaxPlanePadded);
 HWY_EXPORT(PoolPlaneRowsFirst);
 HWY_EXPORT(PoolLanes);
 HWY_EXPORT(Pool2x2S2);
@@ -439,7 +426,7 @@ void pool_plane(const PoolGeom& g, const float* x, float* y, bool max, const flo
   // (Not for windows or pads far beyond the row, whose line would be mostly fill.)
   const int64_t span = (g.kw - 1) * g.dw;
   if ((g.sw == 1 || g.sw == 2) && span <= 2 * g.iw + 64 && g.pw <= span) {
-    // Strides 1 and 2: padded rows, whole vectors (pool_plane_padded).
+    // Strides 1 and 2: padded lines, whole vectors (pool_plane_rows_first).
     const int64_t L = HWY_DYNAMIC_DISPATCH(PoolLanes)();
     const int64_t owp = (g.ow + L - 1) / L * L;
     // The last vector of a row reads up to sw * owp + (kw - 1) * dw + L floats of the line.
@@ -452,12 +439,12 @@ void pool_plane(const PoolGeom& g, const float* x, float* y, bool max, const flo
       std::fill(cols.begin() + g.ow, cols.begin() + owp, 1.0f);
       cs = cols.data();
     }
-    // Rows first; a max over a plane with NaN (or infinities) again, NaN-exact.
+    // Rows first; a max over a plane with NaN (or infinities) again, NaN-exact (only a
+    // max declines).
     if (HWY_DYNAMIC_DISPATCH(PoolPlaneRowsFirst)(g, x, y, line.data(), line_len, max, row_scale, cs))
       return;
     if (static_cast<int64_t>(rows.size()) < g.ih * owp) rows.resize(static_cast<size_t>(g.ih * owp));
-    HWY_DYNAMIC_DISPATCH(PoolPlanePadded)(g, x, y, rows.data(), line.data(), line_len, owp, max,
-                                          row_scale, cs);
+    HWY_DYNAMIC_DISPATCH(MaxPlanePadded)(g, x, y, rows.data(), line.data(), line_len, owp);
     return;
   }
   if (static_cast<int64_t>(rows.size()) < g.ih * g.ow) rows.resize(static_cast<size_t>(g.ih * g.ow));
