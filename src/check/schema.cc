@@ -1,7 +1,10 @@
 #include "check/schema.h"
 
-#include <map>
+#include <algorithm>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <tuple>
 
 #include "onyx/dtype.h"
 
@@ -102,38 +105,81 @@ std::vector<FormalParam> params(const char* s) {
   return out;
 }
 
+std::unique_ptr<OpSchema> parse_row(const Row& r) {
+  auto s = std::make_unique<OpSchema>();
+  s->domain = r.domain;
+  s->op = r.op;
+  s->since = r.since;
+  s->min_inputs = r.min_in;
+  s->max_inputs = r.max_in;
+  s->min_outputs = r.min_out;
+  s->max_outputs = r.max_out;
+  s->deprecated = r.deprecated;
+  s->inputs = params(r.inputs);
+  s->outputs = params(r.outputs);
+  for (const std::string& w : words(r.attrs)) {
+    AttrSchema a;
+    size_t c = w.find(':');
+    a.name = w.substr(0, c);
+    a.type = attr_type(w[c + 1]);
+    a.required = w.back() == '!';
+    s->attrs.push_back(std::move(a));
+  }
+  return s;
+}
+
+// The versions of one operator: kRows[first, first + count), oldest first (the generator
+// writes an operator's rows together, sorted by since). They are parsed on the first
+// lookup of that operator, not all at once: parsing every row took 4 of the 21 million
+// instructions of a small model's session (the digit reader), and a session looks up
+// only the operators its graph has.
+struct OpEntry {
+  std::string_view domain, op;
+  size_t first = 0, count = 0;
+  mutable std::once_flag parsed;
+  mutable std::vector<std::unique_ptr<OpSchema>> versions;
+
+  const std::vector<std::unique_ptr<OpSchema>>& get() const {
+    std::call_once(parsed, [this] {
+      for (size_t i = first; i < first + count; ++i) versions.push_back(parse_row(kRows[i]));
+    });
+    return versions;
+  }
+};
+
 struct Table {
-  std::map<std::pair<std::string, std::string>, std::vector<std::unique_ptr<OpSchema>>> ops;
+  std::deque<OpEntry> entries;           // std::once_flag does not move
+  std::vector<const OpEntry*> by_name;   // sorted by (domain, op)
 };
 
 const Table& table() {
   static const Table t = [] {
     Table tb;
-    for (const Row& r : kRows) {
-      auto s = std::make_unique<OpSchema>();
-      s->domain = r.domain;
-      s->op = r.op;
-      s->since = r.since;
-      s->min_inputs = r.min_in;
-      s->max_inputs = r.max_in;
-      s->min_outputs = r.min_out;
-      s->max_outputs = r.max_out;
-      s->deprecated = r.deprecated;
-      s->inputs = params(r.inputs);
-      s->outputs = params(r.outputs);
-      for (const std::string& w : words(r.attrs)) {
-        AttrSchema a;
-        size_t c = w.find(':');
-        a.name = w.substr(0, c);
-        a.type = attr_type(w[c + 1]);
-        a.required = w.back() == '!';
-        s->attrs.push_back(std::move(a));
+    for (size_t i = 0; i < std::size(kRows); ++i) {
+      const Row& r = kRows[i];
+      if (tb.entries.empty() || tb.entries.back().domain != r.domain || tb.entries.back().op != r.op) {
+        OpEntry& e = tb.entries.emplace_back();
+        e.domain = r.domain;
+        e.op = r.op;
+        e.first = i;
       }
-      tb.ops[{s->domain, s->op}].push_back(std::move(s));  // rows are sorted by since
+      ++tb.entries.back().count;
     }
+    for (const OpEntry& e : tb.entries) tb.by_name.push_back(&e);
+    std::sort(tb.by_name.begin(), tb.by_name.end(), [](const OpEntry* a, const OpEntry* b) {
+      return std::tie(a->domain, a->op) < std::tie(b->domain, b->op);
+    });
     return tb;
   }();
   return t;
+}
+
+const OpEntry* find_entry(std::string_view domain, std::string_view op) {
+  const auto& v = table().by_name;
+  auto it = std::lower_bound(v.begin(), v.end(), std::tie(domain, op), [](const OpEntry* e, const auto& key) {
+    return std::tie(e->domain, e->op) < key;
+  });
+  return it != v.end() && (*it)->domain == domain && (*it)->op == op ? *it : nullptr;
 }
 
 bool mask_allows(uint64_t mask, const ir::TypeInfo* elem_of) {
@@ -223,21 +269,18 @@ int schema_max_opset(std::string_view domain) {
 }
 
 const OpSchema* find_schema(std::string_view domain, std::string_view op, int opset) {
-  const auto& ops = table().ops;
-  auto it = ops.find(std::pair<std::string, std::string>(domain, op));
-  if (it == ops.end()) return nullptr;
+  const OpEntry* e = find_entry(domain, op);
+  if (!e) return nullptr;
   const OpSchema* best = nullptr;
-  for (const auto& s : it->second)
+  for (const auto& s : e->get())
     if (s->since <= opset) best = s.get();
   return best;
 }
 
 std::vector<const OpSchema*> schema_versions(std::string_view domain, std::string_view op) {
   std::vector<const OpSchema*> out;
-  const auto& ops = table().ops;
-  auto it = ops.find(std::pair<std::string, std::string>(domain, op));
-  if (it != ops.end())
-    for (const auto& s : it->second) out.push_back(s.get());
+  if (const OpEntry* e = find_entry(domain, op))
+    for (const auto& s : e->get()) out.push_back(s.get());
   return out;
 }
 

@@ -136,6 +136,7 @@ int64_t PassContext::rank(const std::string& v) const {
 }
 
 void PassContext::set_input(size_t n, size_t slot, const std::string& v) {
+  edited_ = true;
   ir::Node& node = g_.nodes[n];
   if (slot >= node.inputs.size()) node.inputs.resize(slot + 1);
   unindex_input(n, slot);
@@ -147,6 +148,7 @@ void PassContext::set_input(size_t n, size_t slot, const std::string& v) {
 }
 
 void PassContext::replace_uses(const std::string& from, const std::string& to) {
+  edited_ = true;
   if (pinned(from))
     fail_runtime(
         "graph optimizer: value '{}' is a graph output or read by a subgraph and cannot be "
@@ -157,6 +159,7 @@ void PassContext::replace_uses(const std::string& from, const std::string& to) {
 }
 
 void PassContext::remove(size_t n) {
+  edited_ = true;
   if (removed_[n]) return;
   ir::Node& node = g_.nodes[n];
   for (size_t k = 0; k < node.inputs.size(); ++k) unindex_input(n, k);
@@ -168,6 +171,7 @@ void PassContext::remove(size_t n) {
 }
 
 size_t PassContext::add(ir::Node n) {
+  edited_ = true;
   g_.nodes.push_back(std::move(n));
   removed_.push_back(false);
   const size_t i = g_.nodes.size() - 1;
@@ -177,6 +181,7 @@ size_t PassContext::add(ir::Node n) {
 }
 
 void PassContext::replace(size_t i, ir::Node n) {
+  edited_ = true;
   ir::Node& old = g_.nodes[i];
   for (size_t k = 0; k < old.inputs.size(); ++k) unindex_input(i, k);
   for (const auto& o : old.outputs) {
@@ -189,6 +194,7 @@ void PassContext::replace(size_t i, ir::Node n) {
 }
 
 void PassContext::set_output(size_t n, size_t k, const std::string& v) {
+  edited_ = true;
   ir::Node& node = g_.nodes[n];
   auto it = producer_.find(node.outputs[k]);
   if (it != producer_.end() && it->second == static_cast<int>(n)) producer_.erase(it);
@@ -206,6 +212,7 @@ std::string PassContext::add_constant(const std::string& hint, Tensor t) {
 }
 
 void PassContext::set_constant(const std::string& v, Tensor t) {
+  edited_ = true;
   types_[v] = ir::TypeInfo::tensor(t.dtype(), ir::shape_of(t.dims()));
   names_.insert(v);
   auto it = inits_.find(v);
@@ -234,6 +241,7 @@ size_t PassContext::drop_unused_initializers() {
   size_t dropped = 0;
   for (const auto& [name, t] : g_.initializers) dropped += unused(name);
   if (!dropped) return 0;
+  edited_ = true;
   std::vector<std::pair<std::string, Tensor>> kept;
   for (auto& [name, t] : g_.initializers) {
     if (unused(name)) {

@@ -105,6 +105,10 @@ class PassContext {
   /// how many. Call it last in a pass: it renumbers the constant index.
   size_t drop_unused_initializers();
 
+  /// True once an edit method above changed the graph (edits through node(i) are not
+  /// seen: a pass that makes them counts them as rewrites).
+  bool edited() const { return edited_; }
+
   /// Drops removed nodes, restores topological order, drops stale value_info entries.
   /// Returns the op types created (for the report).
   std::map<std::string, int64_t> commit();
@@ -126,6 +130,7 @@ class PassContext {
   std::unordered_map<std::string, ir::TypeInfo>& types_;
   std::map<std::string, int64_t> created_;
   int64_t fresh_ = 0;
+  bool edited_ = false;
 };
 
 /// Static types of the values of `g` (graph inputs, initializers, node outputs), inferred
