@@ -292,25 +292,22 @@ void winograd_kernel2(const float* g, double out[16]) {
 }
 
 void winograd_kernel(const float* g, double out[36]) {
-  static const double G[6][3] = {{1.0 / 4, 0, 0},
-                                 {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                 {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                 {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                 {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                 {0, 0, 1}};
-  double gg[6][3];  // G g
-  for (int i = 0; i < 6; ++i)
-    for (int j = 0; j < 3; ++j) {
-      double acc = 0;
-      for (int k = 0; k < 3; ++k) acc += G[i][k] * static_cast<double>(g[k * 3 + j]);
-      gg[i][j] = acc;
-    }
-  for (int i = 0; i < 6; ++i)
-    for (int j = 0; j < 6; ++j) {
-      double acc = 0;
-      for (int k = 0; k < 3; ++k) acc += gg[i][k] * G[j][k];
-      out[i * 6 + j] = acc;
-    }
+  // G g G^T with G's rows (1/4, 0, 0), -(1, 1, 1)/6, -(1, -1, 1)/6, (1/24, 1/12, 1/6),
+  // (1/24, -1/12, 1/6), (0, 0, 1), applied with the shared sums of those rows (about a
+  // third of the operations of the plain products: at session creation this transform
+  // took half of the digit reader's instructions).
+  auto col = [](double a, double b, double c, double* o, int step) {
+    const double s = a + c, t = a * (1.0 / 24) + c * (1.0 / 6), u = b * (1.0 / 12);
+    o[0] = a * 0.25;
+    o[step] = -(s + b) / 6;
+    o[2 * step] = -(s - b) / 6;
+    o[3 * step] = t + u;
+    o[4 * step] = t - u;
+    o[5 * step] = c;
+  };
+  double gg[6 * 3];  // G g, row-major 6 x 3
+  for (int j = 0; j < 3; ++j) col(g[j], g[3 + j], g[6 + j], gg + j, 3);
+  for (int i = 0; i < 6; ++i) col(gg[3 * i], gg[3 * i + 1], gg[3 * i + 2], out + 6 * i, 1);
 }
 
 }  // namespace onyx::simd

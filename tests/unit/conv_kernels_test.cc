@@ -28,6 +28,7 @@
 #include "onyx/session.h"
 #include "runtime/session_internal.h"
 #include "runtime/thread_pool.h"
+#include "simd/winograd.h"
 #include "test_util.h"
 
 namespace onyx::test {
@@ -836,3 +837,32 @@ TEST(ConvKernels, ChannelsLastMatchesReference) {
 
 }  // namespace
 }  // namespace onyx::test
+
+// The Winograd kernel transforms (factored into shared sums) against the products that
+// define them, G g G^T with the G of F(4x4, 3x3) and of F(2x2, 3x3).
+TEST(WinogradKernels, TransformsAreGgGt) {
+  const double G4[6][3] = {{0.25, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                           {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                           {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+  const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  auto expect = [](const auto& G, int n, const float* g, const double* got) {
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        double want = 0;
+        for (int a = 0; a < 3; ++a)
+          for (int b = 0; b < 3; ++b) want += G[i][a] * static_cast<double>(g[a * 3 + b]) * G[j][b];
+        ASSERT_NEAR(got[i * n + j], want, 1e-12 * (1 + std::fabs(want))) << i << "," << j;
+      }
+  };
+  for (int trial = 0; trial < 50; ++trial) {
+    float g[9];
+    for (float& x : g) x = u(rng);
+    double o4[36], o2[16];
+    onyx::simd::winograd_kernel(g, o4);
+    onyx::simd::winograd_kernel2(g, o2);
+    expect(G4, 6, g, o4);
+    expect(G2, 4, g, o2);
+  }
+}
