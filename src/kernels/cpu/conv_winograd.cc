@@ -63,17 +63,20 @@ bool winograd_suits(const ConvShape& s) {
 }
 
 namespace {
-/// The transforms of the cg filters of one output map (k: cg x 3 x 3) into rows at
-/// position stride xi_stride. Out of line in WebAssembly (simd/tier.h): a call per map,
-/// so that it runs optimized after the first maps of a session's first convolution.
-ONYX_TIER_UNIT void transform_map(const float* k, int64_t cg, int tile, int64_t nxi, float* rows, int64_t xi_stride) {
+/// The transforms of the cg filters of one output map (k: cg x 3 x 3): the value of input
+/// channel c at position xi goes to rows[xi * xi_stride + c * c_stride]. Out of line in
+/// WebAssembly (simd/tier.h): a call per map, so that it runs optimized after the first
+/// maps of a session's first convolution.
+ONYX_TIER_UNIT void transform_map(const float* k, int64_t cg, int tile, int64_t nxi, float* rows,
+                                  int64_t xi_stride, int64_t c_stride) {
   double u[36];
   for (int64_t c = 0; c < cg; ++c, k += 9) {
     if (tile == 4)
       simd::winograd_kernel(k, u);
     else
       simd::winograd_kernel2(k, u);
-    for (int64_t xi = 0; xi < nxi; ++xi) rows[xi * xi_stride + c] = static_cast<float>(u[xi]);
+    for (int64_t xi = 0; xi < nxi; ++xi)
+      rows[xi * xi_stride + c * c_stride] = static_cast<float>(u[xi]);
   }
 }
 }  // namespace
@@ -85,15 +88,15 @@ WinogradW winograd_weights(const float* w, int64_t group, int64_t mg, int64_t cg
   out.xi_stride = simd::conv_pack_a_size(mg, cg);
   out.group_stride = nxi * out.xi_stride;
   out.data.resize(static_cast<size_t>(group * out.group_stride));
-  // Row-major per position first, then packed for the GEMM.
-  std::vector<float> rows(static_cast<size_t>(nxi * mg * cg));
-  for (int64_t gi = 0; gi < group; ++gi) {
-    for (int64_t m = 0; m < mg; ++m)
-      transform_map(w + (gi * mg + m) * cg * 9, cg, out.tile, nxi, rows.data() + m * cg, mg * cg);
-    for (int64_t xi = 0; xi < nxi; ++xi)
-      simd::conv_pack_a(rows.data() + xi * mg * cg, cg, mg, cg,
-                        out.data.data() + gi * out.group_stride + xi * out.xi_stride);
-  }
+  // Straight into the GEMM's packed layout of A (simd::conv_pack_a): strips of mr maps,
+  // map m of a strip at m % mr of every depth's mr values; the last strip's rows past mg
+  // repeat map mg - 1, as conv_pack_a pads it.
+  const int64_t mr = simd::conv_gemm_mr(), mpad = (mg + mr - 1) / mr * mr;
+  for (int64_t gi = 0; gi < group; ++gi)
+    for (int64_t m = 0; m < mpad; ++m)
+      transform_map(w + (gi * mg + std::min(m, mg - 1)) * cg * 9, cg, out.tile, nxi,
+                    out.data.data() + gi * out.group_stride + (m / mr) * mr * cg + m % mr,
+                    out.xi_stride, mr);
   return out;
 }
 
