@@ -281,9 +281,8 @@ ir::Attribute attribute(const AttrSpec& a) {
   return at;
 }
 
-/// FusedConv's kernel object, made by the registry's factory (W constant or not, as the
-/// case says) and run directly on the case's tensors; its output starts as NaN.
-Tensor run_fused_kernel(const ConvCase& cc, const CaseData& d) {
+/// The case's FusedConv node, with channels_last = 1 when asked.
+ir::Node fused_node(const ConvCase& cc, bool channels_last) {
   ir::Node node;
   node.op_type = "FusedConv";
   node.domain = "ai.onyx";
@@ -291,35 +290,48 @@ Tensor run_fused_kernel(const ConvCase& cc, const CaseData& d) {
   node.inputs = {"x", "w", cc.bias ? "b" : "", cc.z ? "z" : ""};
   node.outputs = {"y"};
   for (const AttrSpec& a : cc.attrs()) node.attrs.push_back(attribute(a));
+  if (channels_last) node.attrs.push_back(attribute(AttrSpec::Int("channels_last", 1)));
   const ActSpec& act = all_acts()[cc.act];
   if (!act.name.empty()) node.attrs.push_back(attribute(AttrSpec::String("activation", act.name)));
   if (!act.params.empty())
     node.attrs.push_back(attribute(AttrSpec::Floats("activation_params", act.params)));
+  return node;
+}
+
+/// FusedConv's optimized kernel object for `node`, made by the registry's factory (W
+/// constant when w_const) with the static types of x and y a session would give (kernels
+/// pick by them: Winograd's weights, the transposed pointwise GEMM), run directly on x, the
+/// case's W and bias, and z; its output of dims yd starts as NaN.
+Tensor run_kernel_object(const ConvCase& cc, const ir::Node& node, bool w_const, const Tensor& x,
+                         const CaseData& d, const Tensor& z, const Dims& yd) {
   const std::vector<const kernels::KernelDef*> defs =
       kernels::default_registry().find_optimized("ai.onyx", "FusedConv", 1, DType::kFloat);
   if (defs.empty()) throw std::runtime_error("no optimized FusedConv kernel is registered");
   ThreadPool pool(cc.threads);
   std::vector<const Tensor*> constants(4, nullptr);
-  if (cc.w_const) constants[1] = &d.w;
-  // Static input and output types, as a session with these shapes would give (kernels
-  // pick by them: Winograd's weights, the transposed pointwise GEMM).
+  if (w_const) constants[1] = &d.w;
   ir::Shape xs, ys;
-  for (int64_t v : d.x.dims()) xs.push_back(ir::Dim(v));
-  for (int64_t v : cc.y_dims()) ys.push_back(ir::Dim(v));
+  for (int64_t v : x.dims()) xs.push_back(ir::Dim(v));
+  for (int64_t v : yd) ys.push_back(ir::Dim(v));
   const ir::TypeInfo xt = ir::TypeInfo::tensor(DType::kFloat, xs), yt = ir::TypeInfo::tensor(DType::kFloat, ys);
   kernels::KernelInit init{node, {&xt}, {&yt}, constants, no_reference, &pool};
   std::unique_ptr<kernels::Kernel> k = defs[0]->factory(init);
   if (!k) throw std::runtime_error("FusedConv declined " + cc.str());
   if (!k->overwrites_outputs())
     throw std::runtime_error("FusedConv does not say it overwrites its output");
-  const Value vx(d.x), vw(d.w), vb(d.b), vz(d.z);
+  const Value vx(x), vw(d.w), vb(d.b), vz(z);
   std::vector<const Value*> ins{&vx, &vw, cc.bias ? &vb : nullptr, cc.z ? &vz : nullptr};
-  Tensor y(DType::kFloat, cc.y_dims());
+  Tensor y(DType::kFloat, yd);
   for (int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] = std::nanf("");
   std::vector<Value> outs{Value(y)};
   kernels::KernelContext ctx(node, ins, &outs, nullptr, &pool);
   k->run(ctx);
   return outs[0].tensor();
+}
+
+/// FusedConv's kernel object on the case's tensors (W constant or not, as the case says).
+Tensor run_fused_kernel(const ConvCase& cc, const CaseData& d) {
+  return run_kernel_object(cc, fused_node(cc, false), cc.w_const, d.x, d, d.z, cc.y_dims());
 }
 
 /// FusedConv's kernel against the reference session of Conv + Add + activation. Sigmoid,
@@ -716,49 +728,14 @@ Tensor move_channels(const Tensor& t, bool to_last) {
   return r;
 }
 
-/// The case's FusedConv node with channels_last = 1.
-ir::Node channels_last_node(const ConvCase& cc) {
-  ir::Node node;
-  node.op_type = "FusedConv";
-  node.domain = "ai.onyx";
-  node.opset = 1;
-  node.inputs = {"x", "w", cc.bias ? "b" : "", cc.z ? "z" : ""};
-  node.outputs = {"y"};
-  for (const AttrSpec& a : cc.attrs()) node.attrs.push_back(attribute(a));
-  node.attrs.push_back(attribute(AttrSpec::Int("channels_last", 1)));
-  const ActSpec& act = all_acts()[cc.act];
-  if (!act.name.empty()) node.attrs.push_back(attribute(AttrSpec::String("activation", act.name)));
-  if (!act.params.empty()) node.attrs.push_back(attribute(AttrSpec::Floats("activation_params", act.params)));
-  return node;
-}
-
 /// FusedConv with channels_last = 1 through its optimized kernel object (as the planner
 /// makes it, W constant, static NHWC types), on the case's tensors moved to channels last;
 /// the output, starting as NaN, moved back. A valid case handed to the reference fails.
 Tensor run_channels_last_kernel(const ConvCase& cc, const CaseData& d) {
-  const ir::Node node = channels_last_node(cc);
-  const auto defs = kernels::default_registry().find_optimized("ai.onyx", "FusedConv", 1, DType::kFloat);
-  if (defs.empty()) throw std::runtime_error("no optimized FusedConv kernel is registered");
-  ThreadPool pool(cc.threads);
-  std::vector<const Tensor*> constants(4, nullptr);
-  constants[1] = &d.w;
-  const Tensor x = move_channels(d.x, true), z = move_channels(d.z, true);
   const Dims yd = move_channels(Tensor(DType::kFloat, cc.y_dims()), true).dims();
-  ir::Shape xs, ys;
-  for (int64_t v : x.dims()) xs.push_back(ir::Dim(v));
-  for (int64_t v : yd) ys.push_back(ir::Dim(v));
-  const ir::TypeInfo xt = ir::TypeInfo::tensor(DType::kFloat, xs), yt = ir::TypeInfo::tensor(DType::kFloat, ys);
-  kernels::KernelInit init{node, {&xt}, {&yt}, constants, no_reference, &pool};
-  std::unique_ptr<kernels::Kernel> k = defs[0]->factory(init);
-  if (!k) throw std::runtime_error("channels-last FusedConv declined " + cc.str());
-  const Value vx(x), vw(d.w), vb(d.b), vz(z);
-  std::vector<const Value*> ins{&vx, &vw, cc.bias ? &vb : nullptr, cc.z ? &vz : nullptr};
-  Tensor y(DType::kFloat, yd);
-  for (int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] = std::nanf("");
-  std::vector<Value> outs{Value(y)};
-  kernels::KernelContext ctx(node, ins, &outs, nullptr, &pool);
-  k->run(ctx);
-  return move_channels(outs[0].tensor(), false);
+  return move_channels(run_kernel_object(cc, fused_node(cc, true), true, move_channels(d.x, true), d,
+                                         move_channels(d.z, true), yd),
+                       false);
 }
 
 /// The same node in a model run on the reference kernels (channels_last's reference:
@@ -847,7 +824,7 @@ TEST(WinogradKernels, TransformsAreGgGt) {
   const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-  auto expect = [](const auto& G, int n, const float* g, const double* got) {
+  auto expect = [](const double (*G)[3], int n, const float* g, const double* got) {
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j) {
         double want = 0;
