@@ -506,6 +506,17 @@ std::vector<ConvCase> chosen_cases() {
   // at odd sizes, batch 2; F(2x2) is reached by the 200 -> 136 and 64 -> 64 layers above).
   add(1, 16, 64, 1, {32, 30}, {3, 3}, {1, 1}, {1, 1, 1, 1});
   add(2, 12, 48, 1, {21, 19}, {3, 3}, {1, 1}, {1, 0, 1, 1});
+  // Strided layers through im2col read a padded, phase-split copy of X (conv_im2col.cc's
+  // Phased): a YOLO-like 3x3 stride-2 downsample, odd sizes with asymmetric pads, stride 3
+  // and mixed strides, a dilated window, 5x5, groups and batch 2, a pad wider than the
+  // kernel's reach, 1x3 windows.
+  add(1, 32, 64, 1, {40, 40}, {3, 3}, {2, 2}, {1, 1, 1, 1});
+  add(1, 20, 23, 1, {23, 19}, {3, 3}, {2, 2}, {0, 1, 2, 0});
+  add(2, 18, 10, 2, {17, 26}, {3, 3}, {3, 2}, {1, 2, 0, 1});
+  add(1, 24, 16, 1, {21, 22}, {3, 3}, {2, 2}, {2, 2, 2, 2}, {2, 3});
+  add(1, 20, 12, 1, {19, 18}, {5, 5}, {2, 2}, {2, 1, 1, 2});
+  add(1, 40, 8, 1, {9, 11}, {3, 3}, {2, 2}, {4, 3, 4, 5});
+  add(1, 60, 24, 1, {12, 31}, {1, 3}, {3, 2}, {0, 1, 0, 1});
   return v;
 }
 

@@ -7,7 +7,8 @@
 // act(. + bias + Z), written once per output tile while it is in cache:
 //  - pointwise (1x1, stride 1, no pads): the GEMM reads X in place (conv_im2col.cc);
 //  - im2col + GEMM for any rank (conv_im2col.cc), the im2col built per tile and depth
-//    block straight into the GEMM's panel layout;
+//    block straight into the GEMM's panel layout (2-D: from a padded, phase-split copy of
+//    X, so each tap's rows are contiguous runs);
 //  - Winograd F(2x2, 3x3) or F(4x4, 3x3) for 2-D 3x3 stride-1 convolutions with enough
 //    channels (conv_winograd.cc);
 //  - a direct 2-D implicit GEMM over a padded, phase-split copy of the input rows for few
