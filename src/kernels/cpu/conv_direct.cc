@@ -13,6 +13,7 @@
 #include "kernels/cpu/conv.h"
 #include "runtime/thread_pool.h"
 #include "simd/gemm_conv.h"
+#include "simd/rows.h"
 
 namespace onyx::kernels::cpu {
 
@@ -65,6 +66,7 @@ void conv_direct(const ConvShape& s, const float* w, const float* packed, const 
   const int64_t mrows = (strips + msplit - 1) / msplit * mr;
   const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
                       static_cast<double>(OS) * static_cast<double>(K);
+  const float* x_end = io.x + s.batch * s.channels * g.in_size;
   conv_parallel(pool, units * rblocks * msplit, work, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<float> buf;
     std::vector<int64_t> offs(static_cast<size_t>(K));
@@ -100,6 +102,8 @@ void conv_direct(const ConvShape& s, const float* w, const float* packed, const 
             const float* xs = xr + f - pw;
             if (sw == 1)
               std::copy(xs + lo, xs + hi, dp + lo);
+            else if (sw == 2 && hi - lo >= 8)  // (a stride-2 stem: 20% of its time, scalar)
+              simd::row_gather_even(xs + lo * sw, hi - lo, dp + lo, x_end - (xs + lo * sw));
             else
               for (int64_t q = lo; q < hi; ++q) dp[q] = xs[q * sw];
             std::fill(dp + hi, dp + pad.pl, 0.0f);
