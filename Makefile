@@ -35,10 +35,11 @@ test-models: build
 	@cd $(BUILD) && ctest -R 'models_parity|crnn_digits' --output-on-failure
 
 # onyx against onnxruntime-node, interleaved in one run (bench/README.md); rewrites
-# bench/RESULTS.md and bench/results.json. Only the CLI is built. To iterate on one model:
+# bench/RESULTS.md and bench/results.json. Builds the CLI and the GEMM microbenchmark
+# (bench/gemm_bench.cc: FMA peak and SGEMM 1024^3 in RESULTS.md). To iterate on one model:
 # make bench BENCH_ARGS="--only resnet50 --rounds 2".
 bench: setup $(BUILD)/build.ninja
-	@ninja -C $(BUILD) -j$(JOBS) onyx
+	@ninja -C $(BUILD) -j$(JOBS) onyx onyx_gemm_bench
 	@/usr/bin/python3 bench/run.py --build-dir $(BUILD) $(BENCH_ARGS)
 
 test-wasm: setup

@@ -490,6 +490,7 @@ def write_markdown(path, res):
         L += ["", f"Warm speed-up from {tname(a)} to {tname(b)} (geomean of median {a}t / median "
               f"{b}t): onyx {fr(s['speedup_onyx'])}, onnxruntime {fr(s['speedup_ort'])}."]
     L.append("")
+    L += gemm_markdown(res.get("gemm"))
 
     L += ["## Summary", "",
           "Warm = median latency, ms. Cold and peak RSS at 1 thread. Outputs match: onyx's "
@@ -588,6 +589,54 @@ def write_markdown(path, res):
 
 # ---------------------------------------------------------------------------------------
 
+GEMM_SQUARE = "sgemm/square/M:1024/N:1024/K:1024/threads:1/mode:"
+
+
+def gemm_figures(build):
+    """The FMA peak of one core and onyx's SGEMM at M = N = K = 1024 on one thread, B
+    prepacked (mode 0) and packed per call (mode 1), from bench/gemm_bench.cc: medians of 5
+    repetitions. None when that benchmark is not built."""
+    exe = os.path.join(build, "onyx_gemm_bench")
+    if not os.access(exe, os.X_OK):
+        return None
+    flt = "^BM_FmaPeak$|^" + GEMM_SQUARE + "[01]$"
+    cmd = [exe, f"--benchmark_filter={flt}", "--benchmark_min_time=0.5",
+           "--benchmark_repetitions=5", "--benchmark_report_aggregates_only=true",
+           "--benchmark_format=json"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=PROCESS_TIMEOUT)
+        if r.returncode != 0:
+            return {"error": f"{rel(exe)}: exit status {r.returncode}: {last_line(r.stderr or r.stdout)}"}
+        med = {b["run_name"]: b for b in json.loads(r.stdout)["benchmarks"]
+               if b.get("aggregate_name") == "median"}
+        peak, pre, per = med["BM_FmaPeak"], med[GEMM_SQUARE + "0"], med[GEMM_SQUARE + "1"]
+    except (subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as e:
+        return {"error": f"{rel(exe)}: {type(e).__name__}: {e}"}
+    return {"peak_gflops": peak["FLOPS"] / 1e9, "peak_label": peak.get("label", ""),
+            "prepacked_gflops": pre["FLOPS"] / 1e9, "packed_per_call_gflops": per["FLOPS"] / 1e9,
+            "repetitions": 5}
+
+
+def gemm_markdown(g):
+    if g is None:
+        return []
+    L = ["## SGEMM", ""]
+    if "error" in g:
+        return L + [f"> error: {g['error']}", ""]
+    pk = g["peak_gflops"]
+    L += ["onyx's SGEMM (`src/simd/gemm`) beside the FMA throughput of one core, measured by "
+          "`build/onyx_gemm_bench` (bench/gemm_bench.cc: independent FMA chains on the widest "
+          f"vectors, {g['peak_label']}); medians of {g['repetitions']} repetitions, before the "
+          "timed rounds.", "",
+          "| | GFLOP/s | of the peak |", "|---|---|---|",
+          f"| FMA peak, one core | {pk:.1f} | 100% |",
+          f"| SGEMM M = N = K = 1024, 1 thread, B prepacked (constant weights) | "
+          f"{g['prepacked_gflops']:.1f} | **{100 * g['prepacked_gflops'] / pk:.0f}%** |",
+          f"| SGEMM M = N = K = 1024, 1 thread, B packed per call | "
+          f"{g['packed_per_call_gflops']:.1f} | {100 * g['packed_per_call_gflops'] / pk:.0f}% |", ""]
+    return L
+
+
 def bench_cmds(onyx, m, threads, a):
     common = ["--threads", str(threads), "--warmup", str(a.warmup), "--runs", str(a.runs),
               "--min-time", str(a.min_time)]
@@ -654,6 +703,9 @@ def main():
         if not check_ok(checks[m["name"]]):
             print(f"  {text}", file=sys.stderr)
 
+    print("GEMM microbenchmark: FMA peak and SGEMM 1024^3", file=sys.stderr, flush=True)
+    gemm = gemm_figures(build)
+
     t_timed = time.time()
     steal_timed = cpu_steal_s()
     raw = {(m["name"], t, k): [] for m in models for t in threads for k in ("onyx", "ort")}
@@ -706,6 +758,7 @@ def main():
         "seconds": time.time() - t_start,
         "seconds_timed": time.time() - t_timed,
         "notes": notes,
+        "gemm": gemm,
         "models": [],
     }
     for m in models:
