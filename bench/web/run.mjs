@@ -1,10 +1,11 @@
 // make bench-web: onyx-web against onnxruntime-web 1.30 (WASM provider) in headless
 // Chromium, on the digit reader, mobilenet_v2, resnet18 and the transformer encoder of
 // tests/models, 1 thread and all threads; cold start (navigation to the first output, a
-// fresh browser context each time: nothing cached) and warm median. The two runtimes
-// alternate within each round. Writes bench/RESULTS-web.md and bench/web/results.json.
+// fresh browser context each time: nothing cached; the two runtimes alternate) and warm
+// median (both runtimes in one page, taking turns block by block). Writes
+// bench/RESULTS-web.md and bench/web/results.json.
 //
-//   node bench/web/run.mjs [--build build] [--rounds 3] [--warm 30] [--only crnn,...]
+//   node bench/web/run.mjs [--build build] [--rounds 3] [--warm 30] [--blocks 6] [--only crnn,...]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -19,6 +20,7 @@ const arg = (n, d) => { const i = process.argv.indexOf(n); return i > 0 ? proces
 const build = resolve(root, arg('--build', 'build'));
 const rounds = Number(arg('--rounds', '3'));
 const warmRuns = Number(arg('--warm', '30'));
+const blocks = Number(arg('--blocks', '6'));
 const only = (arg('--only', '') ?? '').split(',').filter(Boolean);
 const work = join(build, 'bench-web');
 mkdirSync(work, { recursive: true });
@@ -45,18 +47,32 @@ const cores = await probe.evaluate(() => navigator.hardwareConcurrency);
 await probe.context().close();
 const threadCounts = [...new Set([1, cores])];
 
-// 'onyx-main': onyx-web with env.wasm.proxy = false, on the page thread as onnxruntime-web
-// runs by default (1 thread only: threads need the worker), to show the worker's share.
-async function once(runtime, m, threads) {
+// The cold start of one runtime: a fresh browser context (nothing cached), bench.html.
+async function cold(runtime, m, threads) {
   const ctx = await browser.newContext();
   const page = await ctx.newPage();
-  const q = new URLSearchParams({ runtime: runtime === 'onyx-main' ? 'onyx' : runtime, model: m.model, input: m.input,
-                                  threads: String(threads), warm: String(warmRuns), proxy: runtime === 'onyx-main' ? '0' : '1' });
+  const q = new URLSearchParams({ runtime, model: m.model, input: m.input, threads: String(threads), warm: '0' });
   await page.goto(`${url}bench/bench.html?${q}`);
   await page.waitForFunction(() => window.result, null, { timeout: 300000 });
   const r = await page.evaluate(() => window.result);
   await ctx.close();
   if (r.error) throw new Error(`${runtime} ${m.key} ${threads} threads: ${r.error}`);
+  return r;
+}
+
+// The warm runs of both runtimes in one page, block by block (warm.html); at 1 thread also
+// onyx-web with env.wasm.proxy = false ('onyx-main'), on the page thread where
+// onnxruntime-web runs by default (threads need the worker), to show the worker's share.
+async function warm(m, threads) {
+  const ctx = await browser.newContext();
+  const page = await ctx.newPage();
+  const q = new URLSearchParams({ model: m.model, input: m.input, threads: String(threads), blocks: String(blocks),
+                                  per: String(Math.ceil(warmRuns / blocks)), main: threads === 1 ? '1' : '0' });
+  await page.goto(`${url}bench/warm.html?${q}`);
+  await page.waitForFunction(() => window.result, null, { timeout: 600000 });
+  const r = await page.evaluate(() => window.result);
+  await ctx.close();
+  if (r.error) throw new Error(`warm ${m.key} ${threads} threads: ${r.error}`);
   return r;
 }
 
@@ -75,17 +91,22 @@ async function pageCold(runtime) {
 }
 
 const median = (v) => { const s = [...v].sort((a, b) => a - b); const n = s.length; return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2; };
-const samples = {};
+const colds = {}, warms = {};
 const pageColds = { onyx: [], ort: [] };
 for (let r = 0; r < rounds; ++r) {
   for (const m of models)
-    for (const t of threadCounts)
-      for (const rt of [...(r % 2 ? ['ort', 'onyx'] : ['onyx', 'ort']), ...(t === 1 ? ['onyx-main'] : [])]) {
-        const k = `${m.key}|${t}|${rt}`;
-        (samples[k] ??= []).push(await once(rt, m, t));
-        const last = samples[k].at(-1);
-        console.log(`round ${r + 1} ${m.key} ${t}t ${rt}: cold ${last.cold.toFixed(0)} ms, warm ${last.warm.toFixed(2)} ms (${last.artifact}, ${last.threads} threads)`);
+    for (const t of threadCounts) {
+      for (const rt of r % 2 ? ['ort', 'onyx'] : ['onyx', 'ort']) {
+        const c = await cold(rt, m, t);
+        (colds[`${m.key}|${t}|${rt}`] ??= []).push(c);
+        console.log(`round ${r + 1} ${m.key} ${t}t ${rt}: cold ${c.cold.toFixed(0)} ms (${c.artifact}, ${c.threads} threads)`);
       }
+      const w = await warm(m, t);
+      for (const [rt, x] of Object.entries(w)) {
+        (warms[`${m.key}|${t}|${rt}`] ??= []).push(x);
+        console.log(`round ${r + 1} ${m.key} ${t}t ${rt}: warm ${x.warm.toFixed(2)} ms, fastest ${x.min.toFixed(2)} ms (${x.artifact}, ${x.threads} threads)`);
+      }
+    }
   if (!only.length || only.includes('crnn'))
     for (const rt of r % 2 ? ['ort', 'onyx'] : ['onyx', 'ort']) {
       pageColds[rt].push(await pageCold(rt));
@@ -118,14 +139,15 @@ const rows = [];
 const geo = { warm: [], cold: [], min: [], main: [] };
 for (const m of models)
   for (const t of threadCounts) {
-    const a = samples[`${m.key}|${t}|onyx`], b = samples[`${m.key}|${t}|ort`];
+    const a = colds[`${m.key}|${t}|onyx`], b = colds[`${m.key}|${t}|ort`];
+    const wa = warms[`${m.key}|${t}|onyx`], wb = warms[`${m.key}|${t}|ort`];
     const row = {
-      model: m.name, threads: t, onyxThreads: a[0].threads, onyxArtifact: a[0].artifact,
+      model: m.name, threads: t, onyxThreads: wa[0].threads, onyxArtifact: wa[0].artifact,
       onyxCold: median(a.map((x) => x.cold)), ortCold: median(b.map((x) => x.cold)),
-      onyxWarm: median(a.map((x) => x.warm)), ortWarm: median(b.map((x) => x.warm)),
-      onyxMin: Math.min(...a.map((x) => x.min)), ortMin: Math.min(...b.map((x) => x.min)),
+      onyxWarm: median(wa.map((x) => x.warm)), ortWarm: median(wb.map((x) => x.warm)),
+      onyxMin: Math.min(...wa.map((x) => x.min)), ortMin: Math.min(...wb.map((x) => x.min)),
     };
-    const c = samples[`${m.key}|${t}|onyx-main`];
+    const c = warms[`${m.key}|${t}|onyx-main`];
     if (c) row.onyxMainWarm = median(c.map((x) => x.warm));
     rows.push(row);
     if (t === 1) {
@@ -142,12 +164,12 @@ const kb = (n) => `${(n / 1024).toFixed(0)} KiB`;
 let md = `# onyx-web against onnxruntime-web (headless Chromium)\n\n`;
 md += `Written by \`make bench-web\` (bench/web/run.mjs) on ${new Date().toISOString().slice(0, 10)}: ${cpu}, ${cores} threads as the browser sees them, `;
 md += `${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${chromeVersion}, pages served from loopback with COOP/COEP. The machine is shared with other builds, so absolute times wander; `;
-md += `the two runtimes alternate within each of ${rounds} rounds and each figure is the median of the rounds.\n\n`;
+md += `each of ${rounds} rounds measures both runtimes, and each figure is the median of the rounds.\n\n`;
 md += `- **cold**: a fresh browser context (empty HTTP and code caches), navigation start to the first run's output in hand: the runtime's JS and .wasm download and compile, the model download, session creation, the input (.npy) download and the first run (bench/web/bench.html).\n`;
-md += `- **warm**: after at least 1 s (and 5 runs) of untimed runs (V8 starts wasm in its baseline compiler and optimizes the hot functions in the background as they run), median of ${warmRuns} further runs of the same input in that page, as \`await session.run(feeds)\` sees it (onyx-web: a round trip to its worker; onnxruntime-web: on the page thread).\n`;
+md += `- **warm**: both runtimes in one page (bench/web/warm.html), each after at least 1 s (and 5 runs) of untimed runs (V8 starts wasm in its baseline compiler and optimizes the hot functions in the background as they run); then ${blocks} blocks of ${Math.ceil(warmRuns / blocks)} timed runs of each, the runtimes taking turns block by block with no pause between, so that a burst of load from the machine's other tenants falls on both alike (runs in separate pages seconds apart saw different machines); the median of each runtime's ${blocks * Math.ceil(warmRuns / blocks)} runs of the same input, as \`await session.run(feeds)\` sees it (onyx-web: a round trip to its worker; onnxruntime-web: on the page thread).\n`;
 md += `- Both get the same \`env.wasm.numThreads\`; onnxruntime-web 1.30 ships only its threaded .wasm, used for 1 thread too.\n`;
 md += `- **fastest**: the fastest single warm run of all rounds, onyx-web / onnxruntime-web: on a loaded machine the median includes time the threads waited for a core, and onyx-web's round trip to its worker is two such waits.\n`;
-md += `- **page thread**: onyx-web's warm median with \`env.wasm.proxy = false\` (no worker, where onnxruntime-web runs), 1 thread.\n\n`;
+md += `- **page thread**: onyx-web's warm median with \`env.wasm.proxy = false\` (no worker, where onnxruntime-web runs), 1 thread, a third runtime taking its turns in the same page.\n\n`;
 md += `| model | threads | onyx-web cold | onnxruntime-web cold | ratio | onyx-web warm | onnxruntime-web warm | ratio | fastest | page thread |\n|---|---|---|---|---|---|---|---|---|---|\n`;
 for (const r of rows)
   md += `| ${r.model} | ${r.threads}${r.onyxThreads !== r.threads ? ` (onyx: ${r.onyxThreads})` : ''} | ${f(r.onyxCold)} ms | ${f(r.ortCold)} ms | ${(r.onyxCold / r.ortCold).toFixed(2)}x | ${f(r.onyxWarm)} ms | ${f(r.ortWarm)} ms | ${(r.onyxWarm / r.ortWarm).toFixed(2)}x | ${f(r.onyxMin)} / ${f(r.ortMin)} ms | ${r.onyxMainWarm === undefined ? '' : `${f(r.onyxMainWarm)} ms (${(r.onyxMainWarm / r.ortWarm).toFixed(2)}x)`} |\n`;
@@ -160,5 +182,5 @@ if (pageColds.onyx.length) {
 md += `\n## Sizes\n\n| file | raw | gzip -9 |\n|---|---|---|\n`;
 for (const s of sizes) md += `| ${s.label} | ${s.raw.toLocaleString('en')} bytes (${kb(s.raw)}) | ${s.gzip.toLocaleString('en')} bytes (${kb(s.gzip)}) |\n`;
 writeFileSync(join(root, 'bench/RESULTS-web.md'), md);
-writeFileSync(join(root, 'bench/web/results.json'), JSON.stringify({ date: new Date().toISOString(), cpu, cores, chromeVersion, rounds, warmRuns, rows, sizes, pageColds, samples }, null, 1) + '\n');
+writeFileSync(join(root, 'bench/web/results.json'), JSON.stringify({ date: new Date().toISOString(), cpu, cores, chromeVersion, rounds, warmRuns, blocks, rows, sizes, pageColds, colds, warms }, null, 1) + '\n');
 console.log(md);

@@ -45,6 +45,15 @@ export const SPIN_MS = 0.3;
  * (bench/web/roundtrip.mjs). Longer runs never poll: the page's thread is busy for at most
  * this long per run. */
 export const PAGE_SPIN_MS = 0.25;
+/** Longer runs, up to WAKE_EARLY_MAX_MS: the page sleeps in Atomics.waitAsync with a
+ * timeout that ends WAKE_EARLY_MS before the reply is due (the worker's time for the
+ * session's last run), then polls for it for up to twice WAKE_EARLY_MS. waitAsync's
+ * wake-up (75-115 µs, bench/web/roundtrip.mjs) then happens while the worker still runs,
+ * instead of after its reply; a reply that comes early wakes the page as before, one that
+ * is late past the polling gets the plain wait. The page's thread is busy for at most
+ * 2 * WAKE_EARLY_MS per run. */
+export const WAKE_EARLY_MS = 0.3;
+export const WAKE_EARLY_MAX_MS = 50;
 
 /** The shared memory of one worker's fast lane. */
 export interface ChannelBuffers {

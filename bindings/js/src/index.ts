@@ -7,7 +7,7 @@ import type { CtcResult, LoadInfo, SessionInfo, TextLineParams, WireExternal, Wi
 import { InvalidArgumentError, makeError, OnyxError, UnsupportedError, type WireError } from './errors.js';
 import { fetchModel, warmCacheStorage, type FetchModelOptions, type FetchProgress } from './fetch.js';
 import {
-  CLAIMED, CTL_BYTES, fastLaneAvailable, PAGE_SPIN_MS, laneBytes, LISTENING, POSTED, readError, readTensors, REPLY, REPLY_OK,
+  CLAIMED, CTL_BYTES, fastLaneAvailable, PAGE_SPIN_MS, WAKE_EARLY_MAX_MS, WAKE_EARLY_MS, laneBytes, LISTENING, POSTED, readError, readTensors, REPLY, REPLY_OK,
   REPLY_POSTED, REQUEST, STAMP_REPLY, STAMP_WAKE, STATE, writeTensors, type ChannelBuffers, type LaneTensor,
 } from './channel.js';
 import { Tensor, typeCodes, typeOfCode, viewOfType, type TensorType } from './tensor.js';
@@ -214,6 +214,7 @@ class WorkerBackend implements Backend {
     Atomics.store(lane.ctl, STATE, REQUEST);
     Atomics.notify(lane.ctl, STATE);
     const posted_ = stamp();
+    const posted_local = performance.now();
     // A run that took under PAGE_SPIN_MS last time: poll for its reply a little first.
     const last = this.laneMs.get(a.handle) ?? Infinity;
     if (last < PAGE_SPIN_MS) {
@@ -222,6 +223,16 @@ class WorkerBackend implements Backend {
     }
     return (async () => {
       try {
+        if (last >= PAGE_SPIN_MS && last <= WAKE_EARLY_MAX_MS) {
+          // Wake before the reply is due, then poll for it (channel.ts, WAKE_EARLY_MS).
+          const early = last - WAKE_EARLY_MS - (performance.now() - posted_local);
+          if (early > 0) {
+            const w = (Atomics as any).waitAsync(lane.ctl, STATE, REQUEST, early);
+            if (w.async) await w.value;
+          }
+          const until = performance.now() + 2 * WAKE_EARLY_MS;
+          while (Atomics.load(lane.ctl, STATE) === REQUEST && performance.now() < until);
+        }
         for (;;) {
           const w = (Atomics as any).waitAsync(lane.ctl, STATE, REQUEST, 1000);
           if (w.async) await w.value;
