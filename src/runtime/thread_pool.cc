@@ -132,12 +132,28 @@ int64_t ThreadPool::chunks_for(int64_t n, double work, double min_chunk) const {
   return by_work >= double(cap) ? cap : std::max<int64_t>(1, static_cast<int64_t>(by_work));
 }
 
-bool ThreadPool::claim(Job& job, int64_t& b, int64_t& e) {
-  if (job.next.load(std::memory_order_relaxed) >= job.n) return false;
-  b = job.next.fetch_add(job.chunk, std::memory_order_acq_rel);
-  if (b >= job.n) return false;
+namespace {
+inline uint64_t front_of(uint64_t span) {
+  return span & 0xffffffffu;
+}
+inline uint64_t back_of(uint64_t span) {
+  return span >> 32;
+}
+}  // namespace
+
+bool ThreadPool::claim(Job& job, bool from_back, int64_t& b, int64_t& e) {
+  uint64_t span = job.span.load(std::memory_order_relaxed), next;
+  uint64_t c;
+  do {
+    const uint64_t f = front_of(span), k = back_of(span);
+    if (f >= k) return false;
+    c = from_back ? k - 1 : f;
+    next = from_back ? (k - 1) << 32 | f : k << 32 | (f + 1);
+  } while (!job.span.compare_exchange_weak(span, next, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed));
+  b = static_cast<int64_t>(c) * job.chunk;
   e = std::min(job.n, b + job.chunk);
-  if (e == job.n) {
+  if (front_of(next) >= back_of(next)) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = std::find(queue_.begin(), queue_.end(), &job);
     if (it != queue_.end()) queue_.erase(it);
@@ -145,9 +161,9 @@ bool ThreadPool::claim(Job& job, int64_t& b, int64_t& e) {
   return true;
 }
 
-void ThreadPool::run_chunks(Job& job, std::exception_ptr& err) {
+void ThreadPool::run_chunks(Job& job, bool from_back, std::exception_ptr& err) {
   int64_t b, e;
-  while (claim(job, b, e)) {
+  while (claim(job, from_back, b, e)) {
     try {
       (*job.fn)(b, e);
     } catch (...) {
@@ -157,8 +173,10 @@ void ThreadPool::run_chunks(Job& job, std::exception_ptr& err) {
 }
 
 ThreadPool::Job* ThreadPool::pick() {
-  for (Job* j : queue_)
-    if (j->next.load(std::memory_order_relaxed) < j->n) return j;
+  for (Job* j : queue_) {
+    const uint64_t span = j->span.load(std::memory_order_relaxed);
+    if (front_of(span) < back_of(span)) return j;
+  }
   return nullptr;
 }
 
@@ -192,7 +210,7 @@ void ThreadPool::worker_loop() {
       job->helpers.fetch_add(1, std::memory_order_relaxed);
     }
     std::exception_ptr err;
-    run_chunks(*job, err);
+    run_chunks(*job, true, err);
     if (err) {
       std::lock_guard<std::mutex> lock(mu_);
       if (!job->error) job->error = err;
@@ -216,6 +234,8 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   job.fn = &fn;
   job.n = n;
   job.chunk = std::max<int64_t>(1, n / (4 * size()));
+  const int64_t chunks = (n + job.chunk - 1) / job.chunk;  // < 8 * size() + 1
+  job.span.store(static_cast<uint64_t>(chunks) << 32, std::memory_order_relaxed);
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -225,7 +245,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
   if (wake) work_cv_.notify_all();
   std::exception_ptr err;
-  run_chunks(job, err);
+  run_chunks(job, false, err);
   // Every chunk is claimed, so the job is off the queue or about to be taken off by the
   // helper that claimed the last one; wait for the helpers still inside it.
   const auto idle = [&] { return job.helpers.load(std::memory_order_acquire) == 0; };

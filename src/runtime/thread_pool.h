@@ -5,7 +5,7 @@
 // Waking is cheap when the pool is busy: a worker that finishes a job spins for a while
 // (bounded: a pause instruction, then yielding, then it blocks) on an atomic epoch, so the
 // next parallel_for of a run finds it awake and costs no system call; chunks are claimed
-// with an atomic counter, and the caller waits for its helpers by spinning before it
+// with one atomic word (the caller from the front, workers from the back), and the caller waits for its helpers by spinning before it
 // blocks. When the workers find the CPUs oversubscribed (they wait for a CPU more than
 // they run), nobody spins: everyone blocks at once, as a pool without spinning would.
 #pragma once
@@ -32,7 +32,10 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
   /// Splits [0, n) into contiguous chunks and runs fn(begin, end) on them in parallel;
-  /// returns when all are done. The first exception thrown by fn is rethrown (the other
+  /// returns when all are done. The caller takes chunks from the front, the workers from
+  /// the back: with one worker the two split [0, n) at the point where they meet, so
+  /// consecutive jobs over the same data (a node's output tiles, the next node's input
+  /// tiles) give each thread mostly the part it wrote, still in its cache. The first exception thrown by fn is rethrown (the other
   /// chunks still run).
   /// Safe to call from several threads at once and from inside fn: each call is its own
   /// job, the caller works on its own job's chunks (so it never waits on a job that
@@ -53,15 +56,17 @@ class ThreadPool {
   struct Job {
     const std::function<void(int64_t, int64_t)>* fn = nullptr;
     int64_t n = 0, chunk = 1;
-    std::atomic<int64_t> next{0};  ///< first item not yet claimed
+    /// The chunks not yet claimed, [front, back): front in the low 32 bits, back in the
+    /// high (a job has at most about 8 chunks per thread).
+    std::atomic<uint64_t> span{0};
     std::atomic<int> helpers{0};   ///< workers that joined and have not left
     std::exception_ptr error;      ///< guarded by mu_ until helpers is 0
   };
-  /// Claims the next chunk; false when none is left. The thread that claims the last
-  /// chunk takes the job off the queue.
-  bool claim(Job& job, int64_t& b, int64_t& e);
+  /// Claims the next chunk from the front (the caller) or the back (a worker); false when
+  /// none is left. The thread that claims the last chunk takes the job off the queue.
+  bool claim(Job& job, bool from_back, int64_t& b, int64_t& e);
   /// Runs every chunk of `job` it can claim; the first exception is kept in `err`.
-  void run_chunks(Job& job, std::exception_ptr& err);
+  void run_chunks(Job& job, bool from_back, std::exception_ptr& err);
   /// First queued job with chunks left (mu_ held), or null.
   Job* pick();
   void worker_loop();

@@ -36,6 +36,29 @@ TEST(ThreadPool, EachItemOnce) {
   }
 }
 
+/// With one worker, the caller takes chunks from the front and the worker from the back,
+/// so the caller's items are a prefix of [0, n) and the worker's the rest (whoever is
+/// faster takes more): consecutive jobs over the same data then keep each part on the
+/// thread that wrote it.
+TEST(ThreadPool, CallerTakesAPrefixWorkerASuffix) {
+  ThreadPool pool(2);
+  const auto caller = std::this_thread::get_id();
+  for (int64_t n : {2, 9, 64, 1000}) {
+    for (int rep = 0; rep < 20; ++rep) {
+      std::vector<char> by_caller(static_cast<size_t>(n), 0);
+      pool.parallel_for(n, [&](int64_t b, int64_t e) {
+        const char mine = std::this_thread::get_id() == caller ? 1 : 2;
+        for (int64_t i = b; i < e; ++i) by_caller[static_cast<size_t>(i)] = mine;
+        // Slow enough that the worker wakes and takes part in most calls.
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      });
+      for (int64_t i = 1; i < n; ++i)
+        ASSERT_LE(by_caller[static_cast<size_t>(i - 1)], by_caller[static_cast<size_t>(i)])
+            << "item " << i << " of " << n << ": a caller's item after a worker's";
+    }
+  }
+}
+
 TEST(ThreadPool, NothingForEmptyRange) {
   ThreadPool pool(2);
   int calls = 0;
