@@ -5,8 +5,8 @@
 // Waking is cheap when the pool is busy: a worker that finishes a job spins for a while
 // (bounded: a pause instruction, then yielding, then it blocks) on an atomic epoch, so the
 // next parallel_for of a run finds it awake and costs no system call; chunks are claimed
-// with one atomic word (the caller from the front, workers from the back), and the caller waits for its helpers by spinning before it
-// blocks. When the workers find the CPUs oversubscribed (they wait for a CPU more than
+// with one atomic word (the caller from the front, workers from the back), and the caller
+// waits for its helpers by spinning before it blocks. When the workers find the CPUs oversubscribed (they wait for a CPU more than
 // they run), nobody spins: everyone blocks at once, as a pool without spinning would.
 #pragma once
 #include <atomic>
@@ -35,8 +35,8 @@ class ThreadPool {
   /// returns when all are done. The caller takes chunks from the front, the workers from
   /// the back: with one worker the two split [0, n) at the point where they meet, so
   /// consecutive jobs over the same data (a node's output tiles, the next node's input
-  /// tiles) give each thread mostly the part it wrote, still in its cache. The first exception thrown by fn is rethrown (the other
-  /// chunks still run).
+  /// tiles) give each thread mostly the part it wrote, still in its cache. The first
+  /// exception thrown by fn is rethrown (the other chunks still run).
   /// Safe to call from several threads at once and from inside fn: each call is its own
   /// job, the caller works on its own job's chunks (so it never waits on a job that
   /// nobody runs) and idle workers help whichever job is oldest.

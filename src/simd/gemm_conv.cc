@@ -233,13 +233,12 @@ ONYX_TIER_UNIT void Micro(size_t kc, const float* const* a_rows, const float* b,
 
 /// Micro for a strip of `mr` rows: the last strip of a row block whose rows are not a
 /// multiple of MR computes 2 or 4 rows instead of MR (on AVX2, MR = 6: a layer of 32 output
-/// channels took as long as one of 36; 3x3 stride 2, 16 -> 32 at 160x160: -9%). Not in
-/// WebAssembly, where MR is 4 and the extra bodies would cost download size.
+/// channels took as long as one of 36; 3x3 stride 2, 16 -> 32 at 160x160: -9%). Not where
+/// MR is 4 (WebAssembly, SSE4): no extra bodies for the download.
 template <int NV, BMatrix::Layout kLayout, bool kPackedA>
 HWY_INLINE void MicroRows(size_t kc, const float* const* a_rows, const float* b, int64_t bstride,
                           const int64_t* offs, float* c, int64_t ldc, size_t mr, size_t nr,
                           bool accumulate, const Epilogue* ep, int64_t row0, int64_t col0) {
-#if !defined(__wasm__)
   if constexpr (kMR > 4) {
     if (mr <= 2) {
       Micro<NV, kLayout, kPackedA, 2>(kc, a_rows, b, bstride, offs, c, ldc, mr, nr, accumulate, ep,
@@ -252,7 +251,6 @@ HWY_INLINE void MicroRows(size_t kc, const float* const* a_rows, const float* b,
       return;
     }
   }
-#endif
   Micro<NV, kLayout, kPackedA>(kc, a_rows, b, bstride, offs, c, ldc, mr, nr, accumulate, ep, row0,
                                col0);
 }

@@ -214,7 +214,6 @@ class WorkerBackend implements Backend {
     Atomics.store(lane.ctl, STATE, REQUEST);
     Atomics.notify(lane.ctl, STATE);
     const posted_ = stamp();
-    const posted_local = performance.now();
     // A run that took under PAGE_SPIN_MS last time: poll for its reply a little first.
     const last = this.laneMs.get(a.handle) ?? Infinity;
     if (last < PAGE_SPIN_MS) {
@@ -225,7 +224,7 @@ class WorkerBackend implements Backend {
       try {
         if (last >= PAGE_SPIN_MS && last <= WAKE_EARLY_MAX_MS) {
           // Wake before the reply is due, then poll for it (channel.ts, WAKE_EARLY_MS).
-          const early = last - WAKE_EARLY_MS - (performance.now() - posted_local);
+          const early = last - WAKE_EARLY_MS - (stamp() - posted_);
           if (early > 0) {
             const w = (Atomics as any).waitAsync(lane.ctl, STATE, REQUEST, early);
             if (w.async) await w.value;

@@ -133,6 +133,13 @@ void conv_parallel(ThreadPool* pool, int64_t n, double work,
 void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, const ConvIO& io,
                       ThreadPool* pool);
 
+/// Column phase f of one input row xr (IW floats) padded by pw on the left, at column
+/// stride sw: dst[q] = xr[q * sw + f - pw] for q in [0, len), 0 where that is outside the
+/// row. x_end: the end of X (the stride-2 gather reads no further). The padded,
+/// phase-split copies of conv_direct and of conv_im2col_gemm's 2-D path are made of these.
+void padded_phase_row(const float* xr, int64_t IW, int64_t pw, int64_t sw, int64_t f, float* dst,
+                      int64_t len, const float* x_end);
+
 /// True when conv_direct is worth it for the shape (2-D, not pointwise, output rows of a
 /// few panels, few taps).
 bool direct_suits(const ConvShape& s);

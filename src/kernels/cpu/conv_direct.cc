@@ -28,6 +28,23 @@ struct PadLayout {
 
 }  // namespace
 
+void padded_phase_row(const float* xr, int64_t IW, int64_t pw, int64_t sw, int64_t f, float* dst,
+                      int64_t len, const float* x_end) {
+  // q with 0 <= q * sw + f - pw < IW.
+  const int64_t lo = std::min(len, pw - f > 0 ? (pw - f + sw - 1) / sw : int64_t(0));
+  const int64_t hi = std::clamp(IW + pw - f > 0 ? (IW + pw - f + sw - 1) / sw : int64_t(0), lo, len);
+  std::fill(dst, dst + lo, 0.0f);
+  const float* src = xr + lo * sw + f - pw;
+  const int64_t n = hi - lo;
+  if (sw == 1)
+    std::copy(src, src + n, dst + lo);
+  else if (sw == 2 && n >= 8)  // (scalar, a stride-2 stem spent 20% of its time here)
+    simd::row_gather_even(src, n, dst + lo, x_end - src);
+  else
+    for (int64_t i = 0; i < n; ++i) dst[lo + i] = src[i * sw];
+  std::fill(dst + hi, dst + len, 0.0f);
+}
+
 bool direct_suits(const ConvShape& s) {
   const WindowGeom& g = s.g;
   if (g.nsp != 2 || g.kernel_size == 1) return false;  // 1x1: the GEMM reads X in place
@@ -92,22 +109,8 @@ void conv_direct(const ConvShape& s, const float* w, const float* packed, const 
             continue;
           }
           const float* xr = xc + iy * IW;
-          for (int64_t f = 0; f < sw; ++f) {
-            float* dp = dst + f * pad.pl;
-            // q with 0 <= q * sw + f - pw < IW.
-            const int64_t lo = std::min(pad.pl, pw - f > 0 ? (pw - f + sw - 1) / sw : int64_t(0));
-            const int64_t hi =
-                std::clamp(IW + pw - f > 0 ? (IW + pw - f + sw - 1) / sw : int64_t(0), lo, pad.pl);
-            std::fill(dp, dp + lo, 0.0f);
-            const float* xs = xr + f - pw;
-            if (sw == 1)
-              std::copy(xs + lo, xs + hi, dp + lo);
-            else if (sw == 2 && hi - lo >= 8)  // (a stride-2 stem: 20% of its time, scalar)
-              simd::row_gather_even(xs + lo * sw, hi - lo, dp + lo, x_end - (xs + lo * sw));
-            else
-              for (int64_t q = lo; q < hi; ++q) dp[q] = xs[q * sw];
-            std::fill(dp + hi, dp + pad.pl, 0.0f);
-          }
+          for (int64_t f = 0; f < sw; ++f)
+            padded_phase_row(xr, IW, pw, sw, f, dst + f * pad.pl, pad.pl, x_end);
         }
       }
       // Tap (c, i, j) of output row oy starts at (oy - oy0) * sh rows plus its offset.

@@ -155,18 +155,7 @@ void build_phased(const ConvShape& s, const float* x, ThreadPool* pool, std::vec
               std::fill(dst, dst + Q, 0.0f);
               continue;
             }
-            // q with 0 <= q * sw + b - pw < IW.
-            const int64_t lo = std::min(Q, pw - b > 0 ? (pw - b + sw - 1) / sw : int64_t(0));
-            const int64_t hi =
-                std::clamp(IW + pw - b > 0 ? (IW + pw - b + sw - 1) / sw : int64_t(0), lo, Q);
-            std::fill(dst, dst + lo, 0.0f);
-            const float* src = xc + iy * IW + lo * sw + b - pw;
-            const int64_t n = hi - lo;
-            if (sw == 2 && n >= 8)
-              simd::row_gather_even(src, n, dst + lo, x_end - src);
-            else
-              for (int64_t i = 0; i < n; ++i) dst[lo + i] = src[i * sw];
-            std::fill(dst + hi, dst + Q, 0.0f);
+            padded_phase_row(xc + iy * IW, IW, pw, sw, b, dst, Q, x_end);
           }
         }
     }
