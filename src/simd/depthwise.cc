@@ -104,8 +104,8 @@ struct DwTaps {
     return hn::Add(a0, a1);
   }
   /// out[0, 4 vectors) = act(a + z) (z may be null).
-  HWY_INLINE void Store4(V a0, V a1, V a2, V a3, const float* z, const Activation& act,
-                         float* out) const {
+  template <class F>
+  HWY_INLINE void Store4(V a0, V a1, V a2, V a3, const float* z, const F& act, float* out) const {
     const int64_t L = static_cast<int64_t>(hn::Lanes(d));
     if (z) {
       a0 = hn::Add(a0, hn::LoadU(d, z));
@@ -113,10 +113,10 @@ struct DwTaps {
       a2 = hn::Add(a2, hn::LoadU(d, z + 2 * L));
       a3 = hn::Add(a3, hn::LoadU(d, z + 3 * L));
     }
-    hn::StoreU(ApplyAct(d, a0, act), d, out);
-    hn::StoreU(ApplyAct(d, a1, act), d, out + L);
-    hn::StoreU(ApplyAct(d, a2, act), d, out + 2 * L);
-    hn::StoreU(ApplyAct(d, a3, act), d, out + 3 * L);
+    hn::StoreU(act(d, a0), d, out);
+    hn::StoreU(act(d, a1), d, out + L);
+    hn::StoreU(act(d, a2), d, out + 2 * L);
+    hn::StoreU(act(d, a3), d, out + 3 * L);
   }
 };
 
@@ -127,17 +127,15 @@ struct DwTaps {
 /// independent sum, four at a time, so the loop is bound by FMA and load throughput
 /// rather than by one accumulator's latency. kTaps > 0: the tap count known at compile
 /// time, the weights held in registers.
-template <int kTaps>
+template <int kTaps, class F>
 HWY_INLINE void DwFlatImpl(const float* src, const int64_t* offs, const float* wc,
-                           int64_t taps_rt, float bias, const float* z, const Activation* act,
-                           float* out, int64_t n) {
+                           int64_t taps_rt, float bias, const float* z, const F& a, float* out,
+                           int64_t n) {
   const DwTaps<kTaps> tp(wc, offs, taps_rt);
   const auto d = tp.d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const V vb = hn::Set(d, bias);
-  const Activation none;
-  const Activation& a = act ? *act : none;
   int64_t k = 0;
   for (; k + 4 * L <= n; k += 4 * L) {
     V a0, a1, a2, a3;
@@ -148,21 +146,23 @@ HWY_INLINE void DwFlatImpl(const float* src, const int64_t* offs, const float* w
     V a0 = tp.Sum1(src + k, vb);
     if (k + L <= n) {
       if (z) a0 = hn::Add(a0, hn::LoadU(d, z + k));
-      hn::StoreU(ApplyAct(d, a0, a), d, out + k);
+      hn::StoreU(a(d, a0), d, out + k);
     } else {
       const auto m = hn::FirstN(d, static_cast<size_t>(n - k));
       if (z) a0 = hn::Add(a0, TailLoad(m, d, z + k));
-      TailStore(ApplyAct(d, a0, a), m, d, out + k);
+      TailStore(a(d, a0), m, d, out + k);
     }
   }
 }
 
 void DwFlat(const float* src, const int64_t* offs, const float* wc, int64_t taps, float bias,
             const float* z, const Activation* act, float* out, int64_t n) {
+  const Activation none;
+  const Activation& a = act ? *act : none;
   if (taps == 9)
-    DwFlatImpl<9>(src, offs, wc, taps, bias, z, act, out, n);
+    WithAct(a, [&](const auto& f) { DwFlatImpl<9>(src, offs, wc, taps, bias, z, f, out, n); });
   else
-    DwFlatImpl<0>(src, offs, wc, taps, bias, z, act, out, n);
+    DwFlatImpl<0>(src, offs, wc, taps, bias, z, ActFn<kAnyAct>{a}, out, n);
 }
 
 /// Output rows [0, nrows) of one output channel (rows of at least a few vectors): row r
@@ -172,10 +172,10 @@ void DwFlat(const float* src, const int64_t* offs, const float* wc, int64_t taps
 /// y and z rows are ow apart. A row stores whole vectors past ow, into the rows after it,
 /// which are written later (Y never aliases Z or X), but never past the last row of the
 /// call. kTaps > 0: the tap count known at compile time, the weights held in registers.
-template <int kTaps>
+template <int kTaps, class F>
 HWY_INLINE void DwRowsImpl(const float* src, int64_t src_step, const int64_t* offs, const float* wc,
-                           int64_t taps_rt, float bias, const float* z, const Activation& act,
-                           float* y, int64_t ow, int64_t nrows) {
+                           int64_t taps_rt, float bias, const float* z, const F& act, float* y,
+                           int64_t ow, int64_t nrows) {
   const DwTaps<kTaps> tp(wc, offs, taps_rt);
   const auto d = tp.d;
   using V = hn::Vec<decltype(d)>;
@@ -198,11 +198,11 @@ HWY_INLINE void DwRowsImpl(const float* src, int64_t src_step, const int64_t* of
       V a0 = tp.Sum1(sr + ox, vb);
       if (ox + L <= end) {
         if (zr) a0 = hn::Add(a0, hn::LoadU(d, zr + ox));
-        hn::StoreU(ApplyAct(d, a0, act), d, yr + ox);
+        hn::StoreU(act(d, a0), d, yr + ox);
       } else {
         HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)] = {};
         if (zr) std::copy(zr + ox, zr + ow, tmp);
-        hn::Store(ApplyAct(d, hn::Add(a0, hn::Load(d, tmp)), act), d, tmp);
+        hn::Store(act(d, hn::Add(a0, hn::Load(d, tmp))), d, tmp);
         std::copy(tmp, tmp + (ow - ox), yr + ox);
       }
     }
@@ -213,9 +213,11 @@ void DwRows(const float* src, int64_t src_step, const int64_t* offs, const float
             float bias, const float* z, const Activation& act, float* y, int64_t ow,
             int64_t nrows) {
   if (taps == 9)
-    DwRowsImpl<9>(src, src_step, offs, wc, taps, bias, z, act, y, ow, nrows);
+    WithAct(act, [&](const auto& f) {
+      DwRowsImpl<9>(src, src_step, offs, wc, taps, bias, z, f, y, ow, nrows);
+    });
   else
-    DwRowsImpl<0>(src, src_step, offs, wc, taps, bias, z, act, y, ow, nrows);
+    DwRowsImpl<0>(src, src_step, offs, wc, taps, bias, z, ActFn<kAnyAct>{act}, y, ow, nrows);
 }
 
 /// y[r * ow + j] = src[r * pl + j] for rows r < nrows, j < ow (pl >= ow): whole vectors,
@@ -514,25 +516,27 @@ void DwBlocked(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt, co
       else
         DwPixels<0, 0, 0>(base, g, w, vb, obuf);
       const int64_t yo = (n * g.C + c0) * plane_out + oy * g.ow;
-      for (int64_t x0 = 0; x0 < g.ow; x0 += L) {
-        const int64_t nx = std::min(L, g.ow - x0);
-        for (int64_t j = 0; j < L; ++j) v[j] = hn::LoadU(d, obuf + (x0 + j) * L);
-        TransposeSquare(d, v);
-        const auto m = hn::FirstN(d, static_cast<size_t>(nx));
-        for (int64_t c = 0; c < L; ++c) {
-          if (c >= nc) break;
-          float* yp = a.y + yo + c * plane_out + x0;
-          const float* zp = a.ep.z ? a.ep.z + yo + c * plane_out + x0 : nullptr;
-          V o = v[c];
-          if (nx == L) {
-            if (zp) o = hn::Add(o, hn::LoadU(d, zp));
-            hn::StoreU(ApplyAct(d, o, a.ep.act), d, yp);
-          } else {
-            if (zp) o = hn::Add(o, TailLoad(m, d, zp));
-            TailStore(ApplyAct(d, o, a.ep.act), m, d, yp);
+      WithAct(a.ep.act, [&](const auto& act) {
+        for (int64_t x0 = 0; x0 < g.ow; x0 += L) {
+          const int64_t nx = std::min(L, g.ow - x0);
+          for (int64_t j = 0; j < L; ++j) v[j] = hn::LoadU(d, obuf + (x0 + j) * L);
+          TransposeSquare(d, v);
+          const auto m = hn::FirstN(d, static_cast<size_t>(nx));
+          for (int64_t c = 0; c < L; ++c) {
+            if (c >= nc) break;
+            float* yp = a.y + yo + c * plane_out + x0;
+            const float* zp = a.ep.z ? a.ep.z + yo + c * plane_out + x0 : nullptr;
+            V o = v[c];
+            if (nx == L) {
+              if (zp) o = hn::Add(o, hn::LoadU(d, zp));
+              hn::StoreU(act(d, o), d, yp);
+            } else {
+              if (zp) o = hn::Add(o, TailLoad(m, d, zp));
+              TailStore(act(d, o), m, d, yp);
+            }
           }
         }
-      }
+      });
     }
   }
 }
