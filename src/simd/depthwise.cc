@@ -701,9 +701,10 @@ void DwBlockedNhwc(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt
   }
 }
 
-/// y [S x R] = x [R x S] transposed, rows [r0, r1) of x (simd/transpose.h): L x L blocks
-/// through TransposeSquare, the edges scalar.
-void Transpose2D(const float* x, int64_t R, int64_t S, float* y, int64_t r0, int64_t r1) {
+/// y[c * ldy + r] = x[r * ldx + c] for rows [r0, r1) and columns [0, S) of x
+/// (simd/transpose.h): L x L blocks through TransposeSquare, the edges scalar.
+void Transpose2D(const float* x, int64_t ldx, int64_t S, float* y, int64_t ldy, int64_t r0,
+                 int64_t r1) {
   using D = hn::ScalableTag<float>;
   using V = hn::Vec<D>;
   const D d;
@@ -713,15 +714,15 @@ void Transpose2D(const float* x, int64_t R, int64_t S, float* y, int64_t r0, int
   for (; r + L <= r1; r += L) {
     int64_t c = 0;
     for (; c + L <= S; c += L) {
-      for (int64_t i = 0; i < L; ++i) v[i] = hn::LoadU(d, x + (r + i) * S + c);
+      for (int64_t i = 0; i < L; ++i) v[i] = hn::LoadU(d, x + (r + i) * ldx + c);
       TransposeSquare(d, v);
-      for (int64_t i = 0; i < L; ++i) hn::StoreU(v[i], d, y + (c + i) * R + r);
+      for (int64_t i = 0; i < L; ++i) hn::StoreU(v[i], d, y + (c + i) * ldy + r);
     }
     for (; c < S; ++c)
-      for (int64_t i = 0; i < L; ++i) y[c * R + r + i] = x[(r + i) * S + c];
+      for (int64_t i = 0; i < L; ++i) y[c * ldy + r + i] = x[(r + i) * ldx + c];
   }
   for (; r < r1; ++r)
-    for (int64_t c = 0; c < S; ++c) y[c * R + r] = x[r * S + c];
+    for (int64_t c = 0; c < S; ++c) y[c * ldy + r] = x[r * ldx + c];
 }
 
 }  // namespace HWY_NAMESPACE
@@ -752,13 +753,17 @@ void transpose_2d(const float* x, int64_t batch, int64_t R, int64_t S, float* y,
   auto run = [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t b = u / blocks, r0 = (u % blocks) * L;
-      fn(x + b * R * S, R, S, y + b * R * S, r0, std::min(R, r0 + L));
+      fn(x + b * R * S, S, S, y + b * R * S, R, r0, std::min(R, r0 + L));
     }
   };
   if (pool && pool->size() > 1 && units > 1 && batch * R * S >= (int64_t(1) << 16))
     pool->parallel_for(units, run);
   else
     run(0, units);
+}
+
+void transpose_block(const float* x, int64_t ldx, int64_t rows, int64_t cols, float* y, int64_t ldy) {
+  if (rows > 0 && cols > 0) HWY_DYNAMIC_DISPATCH(Transpose2D)(x, ldx, cols, y, ldy, 0, rows);
 }
 
 /// Floats of the channel-blocked kernel's input buffer for one output row (its least):

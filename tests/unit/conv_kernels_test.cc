@@ -577,6 +577,25 @@ TEST(ConvKernels, FusedPointwiseOnSmallImagesWithResidual) {
       if (HasFatalFailure()) return;
     }
   }
+  // Enough output channels that the transpose back, the residual and the activation run
+  // over the threads, by blocks of 16 channels (200: a partial last block).
+  for (size_t act = 0; act < all_acts().size(); ++act) {
+    ConvCase cc;
+    cc.n = act % 2 == 0 ? 1 : 2;
+    cc.c = 40;
+    cc.m = 200;
+    cc.in = {7, 7};
+    cc.k = {1, 1};
+    cc.strides = {1, 1};
+    cc.dil = {1, 1};
+    cc.pads = {0, 0, 0, 0};
+    cc.bias = true;
+    cc.z = act % 3 != 2;
+    cc.act = act;
+    cc.threads = 2 + static_cast<int>(act % 2);
+    check_fused(cc, make_data(cc, rng));
+    if (HasFatalFailure()) return;
+  }
 }
 
 TEST(ConvKernels, PointwiseGemvOfOneByOneImages) {

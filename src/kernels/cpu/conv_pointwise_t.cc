@@ -6,6 +6,7 @@
 
 #include "runtime/thread_pool.h"
 #include "simd/gemm.h"
+#include "simd/transpose.h"
 
 namespace onyx::kernels::cpu {
 
@@ -55,18 +56,28 @@ void PointwiseT::run(int64_t batch, const float* x, int64_t os, const float* bia
     simd::sgemm_packed(true, os, 1.0f, x + n * C * os, os, m.wt, 0.0f, t.data(), M, pool, &ep);
     float* yn = y + n * M * os;
     const float* zn = z ? z + n * M * os : nullptr;
-    // Transposed back in blocks of 16 x 16 (both sides stay in L1).
+    const float* tn = t.data();  // (the caller's: t names each thread's own buffer)
+    // Transposed back (vector blocks), then the residual and the activation, by blocks of
+    // 16 output channels over the threads: on one thread and scalar this
+    // was a serial tail after the threaded GEMM (EfficientNet's 1152 -> 192 at 7x7 with a
+    // residual ran 0.22 ms on 2 threads, 0.32 on 1).
     constexpr int64_t kB = 16;
-    for (int64_t c0 = 0; c0 < M; c0 += kB)
-      for (int64_t j0 = 0; j0 < os; j0 += kB) {
-        const int64_t c1 = std::min(M, c0 + kB), j1 = std::min(os, j0 + kB);
-        for (int64_t c = c0; c < c1; ++c)
-          for (int64_t j = j0; j < j1; ++j) yn[c * os + j] = t[static_cast<size_t>(j * M + c)];
+    const int64_t blocks = (M + kB - 1) / kB;
+    auto finish = [&](int64_t b0, int64_t b1) {
+      for (int64_t c0 = b0 * kB; c0 < std::min(M, b1 * kB); c0 += kB) {
+        const int64_t c1 = std::min(M, c0 + kB);
+        simd::transpose_block(tn + c0, M, os, c1 - c0, yn + c0 * os, os);
+        if (zn) {
+          for (int64_t i = c0 * os; i < c1 * os; ++i) yn[i] += zn[i];
+          if (m.act.act != simd::Activation::kNone)
+            simd::activation_inplace(m.act, yn + c0 * os, (c1 - c0) * os);
+        }
       }
-    if (zn) {
-      for (int64_t i = 0; i < M * os; ++i) yn[i] += zn[i];
-      if (m.act.act != simd::Activation::kNone) simd::activation_inplace(m.act, yn, M * os);
-    }
+    };
+    if (pool && pool->size() > 1 && blocks > 1 && M * os >= (int64_t(1) << 13))
+      pool->parallel_for(blocks, finish);
+    else
+      finish(0, blocks);
   }
 }
 
