@@ -557,18 +557,22 @@ TEST(ConvKernels, FusedPointwiseOnSmallImagesWithResidual) {
   // The transposed pointwise GEMM applies bias and activation in the SGEMM's epilogue
   // without a residual, and adds the residual before the activation after transposing.
   std::mt19937 rng(108);
+  auto pointwise = [](int64_t n, int64_t c, int64_t m, const Dims& hw) {
+    ConvCase cc;
+    cc.n = n;
+    cc.c = c;
+    cc.m = m;
+    cc.in = {hw[0], hw[1]};
+    cc.k = {1, 1};
+    cc.strides = {1, 1};
+    cc.dil = {1, 1};
+    cc.pads = {0, 0, 0, 0};
+    return cc;
+  };
   int i = 0;
   for (const Dims& hw : {Dims{7, 7}, Dims{1, 9}, Dims{5, 11}}) {
     for (size_t act = 0; act < all_acts().size(); ++act, ++i) {
-      ConvCase cc;
-      cc.n = i % 3 == 0 ? 2 : 1;
-      cc.c = 24 + i % 5;
-      cc.m = 32 + 7 * (i % 3);
-      cc.in = {hw[0], hw[1]};
-      cc.k = {1, 1};
-      cc.strides = {1, 1};
-      cc.dil = {1, 1};
-      cc.pads = {0, 0, 0, 0};
+      ConvCase cc = pointwise(i % 3 == 0 ? 2 : 1, 24 + i % 5, 32 + 7 * (i % 3), hw);
       cc.bias = i % 2 == 0;
       cc.z = i % 4 != 3;
       cc.act = act;
@@ -580,15 +584,7 @@ TEST(ConvKernels, FusedPointwiseOnSmallImagesWithResidual) {
   // Enough output channels that the transpose back, the residual and the activation run
   // over the threads, by blocks of 16 channels (200: a partial last block).
   for (size_t act = 0; act < all_acts().size(); ++act) {
-    ConvCase cc;
-    cc.n = act % 2 == 0 ? 1 : 2;
-    cc.c = 40;
-    cc.m = 200;
-    cc.in = {7, 7};
-    cc.k = {1, 1};
-    cc.strides = {1, 1};
-    cc.dil = {1, 1};
-    cc.pads = {0, 0, 0, 0};
+    ConvCase cc = pointwise(act % 2 == 0 ? 1 : 2, 40, 200, Dims{7, 7});
     cc.bias = true;
     cc.z = act % 3 != 2;
     cc.act = act;
