@@ -517,6 +517,14 @@ std::vector<ConvCase> chosen_cases() {
   add(1, 20, 12, 1, {19, 18}, {5, 5}, {2, 2}, {2, 1, 1, 2});
   add(1, 40, 8, 1, {9, 11}, {3, 3}, {2, 2}, {4, 3, 4, 5});
   add(1, 60, 24, 1, {12, 31}, {1, 3}, {3, 2}, {0, 1, 0, 1});
+  // Strided 1x1 windows without pads read a compact gather of X as a pointwise layer
+  // (conv_im2col.cc): ResNet's shortcut (rows of 28 through the vector gather), odd sizes
+  // with groups and batch 2, mixed strides whose last leaves a remainder, 1-D and 3-D.
+  add(1, 64, 96, 1, {56, 56}, {1, 1}, {2, 2}, {0, 0, 0, 0});
+  add(2, 18, 12, 3, {15, 13}, {1, 1}, {2, 2}, {0, 0, 0, 0});
+  add(1, 20, 24, 1, {17, 20}, {1, 1}, {3, 2}, {0, 0, 0, 0});
+  add(1, 16, 40, 1, {75}, {1}, {2}, {0, 0}, {1});
+  add(1, 8, 16, 1, {5, 9, 8}, {1, 1, 1}, {2, 1, 3}, {0, 0, 0, 0, 0, 0}, {1, 1, 1});
   return v;
 }
 
