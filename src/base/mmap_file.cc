@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 
@@ -90,6 +93,58 @@ std::string read_regular_file(const std::string& path, const char* what, size_t 
   return out;
 }
 
+namespace {
+/// The live read-only mappings made by MappedFile::open: release_mapped_pages touches
+/// nothing else.
+struct Mappings {
+  std::mutex mu;
+  std::vector<std::pair<const unsigned char*, size_t>> live;
+};
+Mappings& mappings() {
+  static Mappings* m = new Mappings();  // never destroyed: files may unmap at exit
+  return *m;
+}
+void register_mapping(const unsigned char* p, size_t n, bool add) {
+  Mappings& m = mappings();
+  std::lock_guard<std::mutex> lock(m.mu);
+  if (add) {
+    m.live.emplace_back(p, n);
+    return;
+  }
+  for (size_t i = 0; i < m.live.size(); ++i)
+    if (m.live[i].first == p) {
+      m.live.erase(m.live.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+}
+}  // namespace
+
+size_t release_mapped_pages(const void* p, size_t n) {
+#ifdef __EMSCRIPTEN__
+  (void)p;
+  (void)n;
+  return 0;
+#else
+  const auto* b = static_cast<const unsigned char*>(p);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (!b || n == 0 || page <= 0) return 0;
+  const uintptr_t ps = static_cast<uintptr_t>(page);
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(b) + ps - 1) / ps * ps;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(b) + n) / ps * ps;
+  if (hi <= lo) return 0;
+  Mappings& m = mappings();
+  std::lock_guard<std::mutex> lock(m.mu);  // (the mapping stays while it is released)
+  for (const auto& [mp, mn] : m.live) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(mp);
+    if (lo >= a && hi <= a + mn) {
+      if (::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) != 0) return 0;
+      return hi - lo;
+    }
+  }
+  return 0;
+#endif
+}
+
 std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, const char* what) {
   size_t size = 0;
   int fd = open_regular_file(path, what, size);
@@ -106,6 +161,7 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, const char
     ::close(fd);
     f->data_ = static_cast<const unsigned char*>(p);
     f->mapped_ = true;
+    register_mapping(f->data_, f->size_, true);
     return f;
   }
 #endif
@@ -131,6 +187,7 @@ MappedFile::~MappedFile() {
   if (!data_) return;
   if (mapped_) {
 #ifndef __EMSCRIPTEN__
+    register_mapping(data_, size_, false);
     ::munmap(const_cast<unsigned char*>(data_), size_);
 #endif
   } else {

@@ -41,4 +41,12 @@ class MappedFile {
   std::string path_;
 };
 
+/// Tells the kernel that the pages wholly inside [p, p + n) will not be needed soon, when
+/// they lie in a file that a live MappedFile maps (read-only, private, never written): they
+/// leave the process's resident memory and come back from the file if read again, with the
+/// same bytes. For weights a kernel has copied into its own layout at planning, so that
+/// the copy does not double their share of the peak RSS. Memory that is not such a mapping
+/// (a heap copy, a file read whole) is left alone. Returns the bytes released.
+size_t release_mapped_pages(const void* p, size_t n);
+
 }  // namespace onyx

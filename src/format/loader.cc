@@ -299,6 +299,10 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
     }
     Tensor out(dt, t.dims);
     if (need) std::memcpy(out.raw(), bytes.data(), need);
+    // The file's pages of a copied tensor are not read again: out of the resident set
+    // (an unaligned float tensor is copied, ~3 in 4 of a PyTorch export's: they kept
+    // ResNet-50's 98 MB of weights resident twice).
+    release_mapped_pages(bytes.data(), bytes.size());
     return out;
   }
 

@@ -14,6 +14,7 @@
 // measured 1.2e-5 with 512) and 2e-4 for F(4x4, 3x3) (8 to 16: its transforms amplify float
 // rounding; measured below 7e-5 with 200 input channels).
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cmath>
 #include <memory>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "format/loader.h"
+#include "kernels/cpu/conv.h"
 #include "kernels/registry.h"
 #include "model_builder.h"
 #include "onyx/session.h"
@@ -419,6 +421,41 @@ TEST(ConvKernels, DirectShapesMatchReference) {
   EXPECT_GT(runs, 60);
 }
 
+/// Shapes that reach the channel-vector direct convolution (conv_cv.cc; natively): blocks
+/// of 4 vectors of output channels with a partial last one, blocks of 2 (32 channels or
+/// fewer per group), tiles of positions that wrap output rows, dilation, strides 2 and
+/// mixed, asymmetric pads, groups and batch 2, 5x5 windows, 1x1 windows on small images
+/// (stride 1 and 2), a depth of several 256-deep blocks with a partial last one.
+std::vector<ConvCase> cv_cases() {
+  std::vector<ConvCase> v;
+  auto add = [&](int64_t n, int64_t c, int64_t m, int64_t group, std::vector<int64_t> in,
+                 std::vector<int64_t> k, std::vector<int64_t> st, std::vector<int64_t> pads,
+                 std::vector<int64_t> dil = {1, 1}) {
+    ConvCase cc;
+    cc.n = n;
+    cc.c = c;
+    cc.m = m;
+    cc.group = group;
+    cc.in = std::move(in);
+    cc.k = std::move(k);
+    cc.strides = std::move(st);
+    cc.pads = std::move(pads);
+    cc.dil = std::move(dil);
+    cc.bias = true;
+    v.push_back(cc);
+  };
+  add(1, 96, 72, 1, {9, 10}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2});  // 64 + 8 channels, dilated
+  add(2, 40, 24, 2, {11, 13}, {3, 3}, {2, 2}, {1, 0, 0, 1});         // groups, batch 2, s2
+  add(1, 16, 300, 1, {12, 9}, {3, 3}, {2, 1}, {1, 1, 1, 1});         // mixed strides, 4 x 64 + 44
+  add(1, 64, 32, 1, {20, 21}, {3, 3}, {1, 1}, {1, 1, 1, 1});         // 32 channels, 420 positions
+  add(1, 80, 20, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1, 1, 1});           // 20 channels, depth 720
+  add(1, 512, 100, 1, {5, 5}, {1, 1}, {1, 1}, {0, 0, 0, 0});         // pointwise, small image
+  add(1, 256, 64, 1, {13, 13}, {1, 1}, {2, 2}, {0, 0, 0, 0});        // strided 1x1 to 7x7
+  add(1, 24, 40, 1, {15, 15}, {5, 5}, {2, 2}, {2, 2, 2, 2});         // 5x5 stride 2
+  add(1, 130, 70, 1, {6, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1});          // depth 1170: 5 blocks
+  return v;
+}
+
 /// Shapes picked to reach each algorithm: Winograd (3x3 stride 1, >= 8 channels per
 /// group, >= 8 tiles), pointwise (1x1 stride 1, no pads; odd widths leave a partial last
 /// panel), depthwise at strides 1/2 and 3x3/5x5 with dilations, the one-channel first
@@ -525,6 +562,7 @@ std::vector<ConvCase> chosen_cases() {
   add(1, 20, 24, 1, {17, 20}, {1, 1}, {3, 2}, {0, 0, 0, 0});
   add(1, 16, 40, 1, {75}, {1}, {2}, {0, 0}, {1});
   add(1, 8, 16, 1, {5, 9, 8}, {1, 1, 1}, {2, 1, 3}, {0, 0, 0, 0, 0, 0}, {1, 1, 1});
+  for (const ConvCase& cc : cv_cases()) v.push_back(cc);
   return v;
 }
 
@@ -540,6 +578,50 @@ TEST(ConvKernels, ChosenShapesMatchReference) {
       }
     }
   }
+}
+
+// The cases above do reach conv_cv here (natively), on every SIMD target compiled in and
+// supported (AVX-512: blocks of 64 or 32 channels, tiles of 6 or 12 positions; AVX2 and
+// SSE4: 16 or 8 channels, 6 positions), at 1 and 3 threads.
+TEST(ConvKernels, ChannelVectorEveryTarget) {
+#ifdef __EMSCRIPTEN__
+  GTEST_SKIP() << "conv_cv is native only";
+#else
+  std::mt19937 rng(109);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (ConvCase cc : cv_cases()) {
+      // (The geometry as the kernel sees it, to know the case takes conv_cv.)
+      kernels::cpu::ConvShape s;
+      s.batch = cc.n;
+      s.channels = cc.c;
+      s.maps = cc.m;
+      s.group = cc.group;
+      s.cg = cc.c / cc.group;
+      s.mg = cc.m / cc.group;
+      s.g.nsp = 2;
+      s.g.in = cc.in;
+      s.g.out = {cc.y_dims()[2], cc.y_dims()[3]};
+      s.g.kernel = cc.k;
+      s.g.strides = cc.strides;
+      s.g.dilations = cc.dil;
+      s.g.pad_begin = {cc.pads[0], cc.pads[1]};
+      kernels::set_sizes(s.g);
+      s.kdepth = s.cg * s.g.kernel_size;
+      EXPECT_TRUE(kernels::cpu::cv_suits(s) && kernels::cpu::cv_preferred(s)) << cc.str();
+      for (int threads : {1, 3}) {
+        cc.threads = threads;
+        cc.w_const = true;
+        check_conv(cc, rng);
+        if (HasFatalFailure()) break;
+      }
+      if (HasFatalFailure()) break;
+    }
+    if (HasFatalFailure()) break;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+#endif
 }
 
 TEST(ConvKernels, FusedConvEveryActivationMatchesReference) {

@@ -14,12 +14,18 @@
 //  - a direct 2-D implicit GEMM over a padded, phase-split copy of the input rows for few
 //    taps (the C = 3 first layer of a CNN; conv_direct.cc);
 //  - direct 2-D loops for one input channel per group (depthwise, channel multipliers,
-//    the C = 1 first layer of a CNN): src/simd/depthwise.cc.
+//    the C = 1 first layer of a CNN): src/simd/depthwise.cc;
+//  - natively, the channel-vector direct convolution (conv_cv.cc, simd/conv_cv.h): output
+//    channels in the vector lanes, positions broadcast from X (padded once), for small
+//    images, strided windows and layers of 32 output channels or fewer, where the GEMM's
+//    column panels go partly empty or an im2col matrix is built (cv_preferred).
 // The GEMM reads W packed at planning into its microkernel's row strips
 // (simd::conv_pack_a: the broadcasts of a strip read one contiguous stream) when W is
 // under 1 MiB, in place otherwise (the model's buffer, row m = output channel: a copy of
 // every W would add ~100 MB to a ResNet-50's peak RSS); Winograd's transformed W is made
-// and packed once at planning.
+// and packed once at planning. A layer whose static shape (the batch aside) takes conv_cv
+// gets only conv_cv's packed W (output channels in blocks of 2 or 4 vectors), and the
+// pages of the model file that held W leave the resident set (base/mmap_file.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -147,6 +153,16 @@ bool direct_suits(const ConvShape& s);
 /// (conv_direct.cc); w and packed as for conv_im2col_gemm.
 void conv_direct(const ConvShape& s, const float* w, const float* packed, const ConvIO& io,
                  ThreadPool* pool);
+
+/// True when the channel-vector direct convolution (conv_cv.cc, simd/conv_cv.h) can take
+/// the shape (natively; 2-D, column stride 1 or 2, more than one input channel per group,
+/// a padded copy of X near X's size).
+bool cv_suits(const ConvShape& s);
+/// True when it is also the quicker choice for the shape (see conv_cv.cc).
+bool cv_preferred(const ConvShape& s);
+/// The channel-vector direct convolution; packed: W per group by simd::conv_cv_pack (group
+/// gi at packed + gi * conv_cv_pack_size(mg, kdepth)).
+void conv_cv_run(const ConvShape& s, const float* packed, const ConvIO& io, ThreadPool* pool);
 
 /// True when conv_winograd takes the shape (2-D, 3x3, stride 1, dilation 1) and is worth it.
 bool winograd_suits(const ConvShape& s);
