@@ -17,7 +17,7 @@
 //    the C = 1 first layer of a CNN): src/simd/depthwise.cc;
 //  - natively, the channel-vector direct convolution (conv_cv.cc, simd/conv_cv.h): output
 //    channels in the vector lanes, positions broadcast from X (padded once), for small
-//    images, strided windows and layers of 32 output channels or fewer, where the GEMM's
+//    images, strided windows and deep layers of 32 output channels or fewer, where the GEMM's
 //    column panels go partly empty or an im2col matrix is built (cv_preferred).
 // The GEMM reads W packed at planning into its microkernel's row strips
 // (simd::conv_pack_a: the broadcasts of a strip read one contiguous stream) when W is
