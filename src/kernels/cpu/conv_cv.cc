@@ -55,6 +55,10 @@ bool cv_preferred(const ConvShape& s) {
   // 0.10 / 0.15, 144 -> 24 at 56x56 0.08 / 0.14). Winograd's layers are decided in conv.cc.
   // Lanes it fills: at least 3 in 4 of the channel blocks' (UNet's 16-channel layers fill
   // half a 32-lane block: 3x3 16 -> 16 at 256x256 1.87 / 3.80).
+#ifdef __EMSCRIPTEN__
+  (void)s;
+  return false;  // the kernel is native-only (cv_suits says no there too)
+#else
   const int64_t cb = simd::conv_cv_block(s.mg);
   if (4 * s.mg < 3 * ((s.mg + cb - 1) / cb * cb)) return false;
   const WindowGeom& g = s.g;
@@ -64,6 +68,7 @@ bool cv_preferred(const ConvShape& s) {
   // Large images of few output channels only with a deep window: DenseNet's 128 -> 32 at
   // 56x56 (depth 1152) wins, UNet's 64 -> 32 at 128x128 (depth 576) loses, 2.80 / 3.44.
   return g.out_size <= 256 || strided || (s.mg <= 32 && s.kdepth >= 1024);
+#endif
 }
 
 void conv_cv_run(const ConvShape& s, const float* packed, const ConvIO& io, ThreadPool* pool) {
