@@ -6,6 +6,7 @@
 #include <new>
 
 #include "base/checked.h"
+#include "base/big_alloc.h"
 #include "base/error.h"
 
 namespace onyx {
@@ -61,7 +62,7 @@ Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
   size_t bytes = static_cast<size_t>(numel_) * es;
   size_t alloc = (bytes + kAlign - 1) / kAlign * kAlign;
   if (alloc == 0) alloc = kAlign;
-  void* p = std::aligned_alloc(kAlign, alloc);
+  void* p = alloc_aligned(alloc);
   if (!p) fail_runtime("out of memory allocating {} bytes for shape {}", bytes, dims_str(dims_));
   std::memset(p, 0, alloc);
   holder_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "base/big_alloc.h"
+
 namespace onyx::runtime {
 
 namespace {
@@ -41,8 +43,9 @@ void* BufferPool::take(uint64_t bytes, uint64_t* capacity) {
     }
   }
   std::free(drop);
-  void* p = std::aligned_alloc(kAlign, static_cast<size_t>(bytes));
-  *capacity = p ? bytes : 0;
+  size_t cap = 0;
+  void* p = alloc_aligned(static_cast<size_t>(bytes), &cap);
+  *capacity = cap;
   return p;
 }
 

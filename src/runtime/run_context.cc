@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/big_alloc.h"
 #include "base/error.h"
 
 namespace onyx::runtime {
@@ -127,7 +128,7 @@ Tensor RunContext::heap_tensor(const ir::Node& node, size_t output, DType dt, co
     } else {
       size_t alloc = (bytes + kAlign - 1) / kAlign * kAlign;
       if (alloc == 0) alloc = kAlign;
-      p = std::aligned_alloc(kAlign, alloc);
+      p = alloc_aligned(alloc);
       if (!p) throw std::bad_alloc();
       if (zero) std::memset(p, 0, alloc);
       handed = true;

@@ -12,8 +12,11 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <new>
 #include <vector>
+
+#include "base/big_alloc.h"
 
 #include "simd/conv_epilogue.h"
 
@@ -26,8 +29,12 @@ struct CvAllocator {
   CvAllocator() = default;
   template <typename U>
   CvAllocator(const CvAllocator<U>&) {}  // NOLINT implicit
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
-  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  T* allocate(size_t n) {
+    void* p = alloc_aligned(n * sizeof(T));
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
   bool operator==(const CvAllocator&) const { return true; }
 };
 /// W packed for conv_cv.

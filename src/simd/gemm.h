@@ -8,9 +8,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <new>
 #include <string_view>
 #include <vector>
+
+#include "base/big_alloc.h"
 
 namespace onyx {
 class ThreadPool;
@@ -68,9 +71,11 @@ struct AlignedAllocator {
   template <typename U>
   AlignedAllocator(const AlignedAllocator<U>&) {}  // NOLINT implicit
   T* allocate(size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
+    void* p = alloc_aligned(n * sizeof(T));
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
   }
-  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  void deallocate(T* p, size_t) { std::free(p); }
   bool operator==(const AlignedAllocator&) const { return true; }
 };
 

@@ -1,11 +1,17 @@
 // The arena layout (src/plan/arena.h): buffers alive at the same time never share a byte,
-// and the arena is as small as the peak of live bytes when sizes allow it.
+// and the arena is as small as the peak of live bytes when sizes allow it. Also the
+// allocator of the runtime's large buffers (src/base/big_alloc.h).
 #include "plan/arena.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <random>
+
+#include "base/big_alloc.h"
 
 namespace onyx::test {
 namespace {
@@ -62,6 +68,37 @@ TEST(Arena, RandomLifetimesNeverOverlap) {
       peak_bound = std::max(peak_bound, live);
     }
     EXPECT_GE(l.total, peak_bound);
+  }
+}
+
+}  // namespace
+}  // namespace onyx::test
+
+namespace onyx::test {
+namespace {
+
+// alloc_aligned: every block 64-byte aligned with room for what was asked; large blocks
+// on whole, aligned 2 MiB pages (the unit of a transparent huge page), written end to end.
+TEST(BigAlloc, AlignmentAndCapacity) {
+  const size_t sizes[] = {0, 1, 63, 64, 100, 4096, kHugeMin - 1, kHugeMin, kHugeMin + 1,
+                          3 * kHugePage + 5};
+  for (size_t bytes : sizes) {
+    size_t cap = 0;
+    void* p = alloc_aligned(bytes, &cap);
+    ASSERT_NE(p, nullptr) << bytes;
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    EXPECT_EQ(at % 64, 0u) << bytes;
+    EXPECT_GE(cap, std::max<size_t>(bytes, 1)) << bytes;
+    if (bytes >= kHugeMin) {
+      EXPECT_EQ(at % kHugePage, 0u) << bytes;
+      EXPECT_EQ(cap % kHugePage, 0u) << bytes;
+      EXPECT_LT(cap - bytes, kHugePage) << bytes;
+    } else {
+      EXPECT_LT(cap - bytes, size_t(64) + (bytes == 0 ? 64 : 0)) << bytes;
+    }
+    std::memset(p, 0xA5, cap);
+    EXPECT_EQ(static_cast<unsigned char*>(p)[cap - 1], 0xA5);
+    std::free(p);
   }
 }
 

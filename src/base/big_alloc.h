@@ -1,0 +1,21 @@
+// Aligned heap memory for the runtime's large buffers (arenas, tensors, packed weights).
+//
+// Blocks of at least kHugeMin bytes are aligned to 2 MiB, rounded up to whole 2 MiB
+// pages and, on Linux, marked MADV_HUGEPAGE: where transparent huge pages are enabled
+// only on request (Debian's default "madvise"), a buffer that a convolution streams
+// through then costs one TLB entry and one page fault per 2 MiB instead of 512. Smaller
+// blocks, and every block in WebAssembly, are plain 64-byte-aligned allocations. Every
+// block is released with std::free.
+#pragma once
+#include <cstddef>
+
+namespace onyx {
+
+inline constexpr size_t kHugePage = size_t(2) << 20;
+inline constexpr size_t kHugeMin = size_t(4) << 20;
+
+/// At least `bytes` bytes aligned to 64 (to 2 MiB from kHugeMin up); null when out of
+/// memory. `*capacity`, when given, receives the usable size.
+void* alloc_aligned(size_t bytes, size_t* capacity = nullptr);
+
+}  // namespace onyx
