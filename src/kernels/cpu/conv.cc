@@ -32,11 +32,18 @@ bool all_are(const std::vector<int64_t>& v, int64_t x) {
   return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
 }
 
-/// Winograd takes the shape, 2-D 3x3 (it beats conv_cv there from 64 output channels on:
-/// 256 -> 256 at 14x14, 0.98-1.03 against 1.27 ms; DenseNet's 128 -> 32 goes the other way,
-/// 0.14 against 0.08 ms).
+/// Winograd takes the shape, 2-D 3x3, rather than conv_cv. Alone, Winograd beats conv_cv
+/// there from 64 output channels on (256 -> 256 at 14x14, 0.98-1.03 against 1.27 ms;
+/// DenseNet's 128 -> 32 goes the other way, 0.14 against 0.08 ms). But its weights are 4x
+/// W's, and in a model, where the layers before have pushed them out of the caches, the
+/// largest (256 -> 256: 9.4 MB against 2.4) are streamed from memory on every run: in
+/// ResNet-18 and ResNet-50 (onyx bench, 4 interleaved processes each, medians in ms)
+/// conv_cv on their 14x14 layers took 2 threads from 12.5-14.0 to 12.0-12.9 and from
+/// 28.2-35.6 to 29.0-31.0, and left 1 thread where it was (19.7-23.2 against 20.2-23.5,
+/// 48.8-50.1 against 46.2-54.0). SqueezeNet's 48 -> 192 and 64 -> 256 at 13x13 (1.3 and
+/// 2.4 MB) stay on Winograd: conv_cv took their 1 thread from 4.4-5.4 to 4.7-5.3 ms.
 bool wino_candidate(const ConvShape& s) {
-  return winograd_suits(s);
+  return winograd_suits(s) && !(s.cg * s.mg >= 256 * 256 && s.g.out_size <= 196);
 }
 }  // namespace
 
