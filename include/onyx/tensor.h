@@ -66,6 +66,10 @@ class Tensor {
 
   /// Same buffer, other dims (numel must match).
   Tensor reshaped(Dims dims) const;
+  /// A view of `dims` elements of `dtype` at `data`, which the caller guarantees lies
+  /// inside this tensor's buffer: it shares the buffer (storage(), storage_users()), as a
+  /// slice of a Concat's output that a producer writes in place does.
+  Tensor view_inside(DType dtype, Dims dims, void* data) const;
   /// Deep copy.
   Tensor clone() const;
   /// True when both share one buffer.

@@ -86,6 +86,10 @@ Tensor Tensor::view(DType dtype, Dims dims, void* data, std::shared_ptr<void> ke
   return t;
 }
 
+Tensor Tensor::view_inside(DType dtype, Dims dims, void* data) const {
+  return view(dtype, std::move(dims), data, holder_);
+}
+
 Tensor Tensor::reshaped(Dims dims) const {
   Tensor t = *this;
   int64_t n = dims_numel(dims);

@@ -161,6 +161,56 @@ std::unique_ptr<kernels::Kernel> make_kernel(const ir::Node& node, const kernels
   return std::make_unique<kernels::FnKernel>(ref.fn);
 }
 
+/// Concat in place, what the graph alone tells: the inputs of a Concat over an axis with
+/// nothing but 1s before it are contiguous slabs of its output, so their producers can
+/// write there directly and the Concat copies nothing (SqueezeNet's fire modules, a YOLO's
+/// C3 blocks, a UNet's skip joins). A value qualifies when a step computes it each run with
+/// a kernel object that allocates through the executor (not a view-making one), it is not
+/// a graph output, and that Concat reads it once. A value several Concats read (DenseNet:
+/// every layer concatenates all the features before it) goes to the last of them, the
+/// block's widest, whose output then holds the whole block; the Concats before it find
+/// their inputs adjacent in that buffer and take a view of them (executor.cc). A Concat's
+/// output can itself be a slice of a later Concat's. The shapes (the axis' leading 1s, the
+/// offsets) are checked by the first run of each input signature (executor.cc's
+/// MemoRecorder), which enables it for that signature's later runs.
+void plan_concat_in_place(CompiledGraph& cg) {
+  const size_t ns = cg.slots.size();
+  std::vector<std::pair<int, int>> producer(ns, {-1, -1});
+  for (size_t si = 0; si < cg.steps.size(); ++si) {
+    const Step& st = cg.steps[si];
+    if (st.folded) continue;
+    for (size_t j = 0; j < st.out.size(); ++j)
+      if (st.out[j] >= 0) producer[static_cast<size_t>(st.out[j])] = {static_cast<int>(si), static_cast<int>(j)};
+  }
+  std::vector<bool> graph_output(ns, false);
+  for (int s : cg.outputs) graph_output[static_cast<size_t>(s)] = true;
+  std::vector<int> target(ns, -1);
+  for (size_t ci = 0; ci < cg.steps.size(); ++ci) {
+    Step& c = cg.steps[ci];
+    const ir::Node& node = *c.node;
+    if (c.folded || !node.domain.empty() || node.op_type != "Concat" || !node.has_attr("axis") ||
+        c.out.size() != 1 || c.out[0] < 0 || c.in.empty() ||
+        std::find(c.in.begin(), c.in.end(), -1) != c.in.end())
+      continue;
+    c.concat_in_place = true;
+    for (int s : c.in) {
+      const int pi = producer[static_cast<size_t>(s)].first;
+      if (pi < 0 || cg.slots[static_cast<size_t>(s)].is_const || graph_output[static_cast<size_t>(s)] ||
+          std::count(c.in.begin(), c.in.end(), s) != 1)
+        continue;
+      const Step& p = cg.steps[static_cast<size_t>(pi)];
+      if (!p.impl || p.impl->makes_own_outputs() || !p.subgraphs.empty()) continue;
+      target[static_cast<size_t>(s)] = static_cast<int>(ci);  // a later Concat replaces it
+    }
+  }
+  for (size_t s = 0; s < ns; ++s) {
+    if (target[s] < 0) continue;
+    Step& p = cg.steps[static_cast<size_t>(producer[s].first)];
+    p.concat_slices.resize(p.out.size());
+    p.concat_slices[static_cast<size_t>(producer[s].second)].concat = target[s];
+  }
+}
+
 std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const PlanOptions& opts,
                                        shape::SymbolGen& syms, uint64_t& folded_bytes) {
   auto cg = std::make_unique<CompiledGraph>();
@@ -347,6 +397,8 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
     if (cg->slots[s].is_const) keep[s] = true;
   for (size_t s = 0; s < cg->slots.size(); ++s)
     if (!keep[s] && last[s] >= 0) cg->steps[last[s]].release.push_back(static_cast<int>(s));
+  // (The main graph's steps only: they alone allocate from the run's arena.)
+  if (!parent && !opts.reference_kernels) plan_concat_in_place(*cg);
   return cg;
 }
 

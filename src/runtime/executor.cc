@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <memory>
 
@@ -109,6 +110,58 @@ bool can_take_buffer(const Step& step, int k, const std::vector<const Value*>& i
   return t.numel() == dims_numel(dims0);
 }
 
+/// The output buffer of the Concat at step `ci` (StepMemo::concat_dims), made now if its
+/// frame slot does not hold it yet: a slice of a later Concat's when it is one of that
+/// Concat's inputs in place, else allocated, keyed in the arena plan by `key` at the
+/// current step (an output index past the running step's own). Undefined when the
+/// signature's memo has no such buffer for it.
+Tensor concat_buffer(const CompiledGraph& g, const SignaturePlan& plan, int ci, Frame& f, RunContext& run,
+                     int key) {
+  const StepMemo& cm = plan.steps[static_cast<size_t>(ci)];
+  if (cm.concat_dims.empty()) return {};
+  const Step& c = g.steps[static_cast<size_t>(ci)];
+  const DType dt = cm.concat_dtype;
+  const Dims& dims = cm.concat_dims;
+  Value& v = f.values[static_cast<size_t>(c.out[0])];
+  if (v.is_tensor()) {
+    const Tensor& t = v.tensor();
+    return t.dtype() == dt && t.dims() == dims ? t : Tensor();
+  }
+  Tensor t;
+  if (!cm.concat_slices.empty() && cm.concat_slices[0].first >= 0) {
+    Tensor outer = concat_buffer(g, plan, cm.concat_slices[0].first, f, run, key);
+    if (outer.defined() && cm.concat_slices[0].second + dims_numel(dims) <= outer.numel())
+      t = outer.view_inside(dt, dims, static_cast<char*>(outer.raw()) +
+                                          static_cast<size_t>(cm.concat_slices[0].second) * dtype_size(dt));
+  }
+  if (!t.defined()) t = run.allocate_output(*c.node, 0, dt, dims, false, key);
+  v = Value(t);
+  return t;
+}
+
+/// A Concat's inputs that already lie one after the other in one buffer (each a slice
+/// another Concat's producers wrote in place): its output is a view of them.
+Tensor adjacent_inputs(const std::vector<const Value*>& in, DType dt, const Dims& dims) {
+  if (in.empty()) return {};
+  const Tensor* first = nullptr;
+  const char* next = nullptr;
+  int64_t total = 0;
+  for (const Value* v : in) {
+    if (!v || !v->is_tensor()) return {};
+    const Tensor& t = v->tensor();
+    if (t.dtype() != dt) return {};
+    if (!first) {
+      first = &t;
+    } else if (t.storage() != first->storage() || static_cast<const char*>(t.raw()) != next) {
+      return {};
+    }
+    next = static_cast<const char*>(t.raw()) + t.nbytes();
+    total += t.numel();
+  }
+  if (total != dims_numel(dims) || !first->storage()) return {};
+  return first->view_inside(dt, dims, const_cast<void*>(first->raw()));
+}
+
 }  // namespace
 
 void run_step(const CompiledGraph& g, const Step& step, const std::vector<const Value*>& in,
@@ -161,6 +214,38 @@ void run_step(const CompiledGraph& g, const Step& step, const std::vector<const 
       Dims computed;
       if (!out_dims) computed = ir::shape_dims(t.shape);
       const Dims& dims = out_dims ? (*out_dims)[i] : computed;
+      // Concat in place (plan.h): the Concat's output made early by a producer, or its
+      // inputs already side by side; a producer's output as its slice of a Concat's.
+      if (frame && frame->is_main && step.concat_in_place && i == 0) {
+        Value& pre = frame->values[static_cast<size_t>(step.out[0])];
+        if (pre.is_tensor()) {
+          if (pre.tensor().dtype() == t.elem && pre.tensor().dims() == dims) {
+            out[0] = std::move(pre);
+            pre = Value();
+            continue;
+          }
+          pre = Value();
+        }
+        Tensor view = adjacent_inputs(in, t.elem, dims);
+        if (view.defined()) {
+          out[0] = Value(std::move(view));
+          continue;
+        }
+      }
+      const SignaturePlan* plan = frame && frame->is_main && memo ? frame->run->memo() : nullptr;
+      if (plan && plan->steps.size() == g.steps.size() && i < memo->concat_slices.size() &&
+          memo->concat_slices[i].first >= 0) {
+        const auto [ci, offset] = memo->concat_slices[i];
+        Tensor whole = concat_buffer(g, *plan, ci, *frame, run, static_cast<int>(node.outputs.size() + i));
+        const int64_t n = dims_numel(dims);
+        if (whole.defined() && whole.dtype() == t.elem && offset + n <= whole.numel()) {
+          const size_t es = dtype_size(t.elem);
+          void* p = static_cast<char*>(whole.raw()) + static_cast<size_t>(offset) * es;
+          if (zero) std::memset(p, 0, static_cast<size_t>(n) * es);
+          out[i] = Value(whole.view_inside(t.elem, dims, p));
+          continue;
+        }
+      }
       if (i == 0 && impl && can_take_buffer(step, impl->inplace_input(), in, frame, t, dims)) {
         out[0] = Value(in[static_cast<size_t>(impl->inplace_input())]->tensor().reshaped(dims));
         continue;
@@ -217,7 +302,8 @@ constexpr uint64_t kMemoBytes = 64 * 1024;
 class MemoRecorder {
  public:
   MemoRecorder(const CompiledGraph& g, const Frame& f, SignaturePlan& plan)
-      : plan_(plan), shape_(g.slots.size(), 0), value_(g.slots.size(), 0), output_(g.slots.size(), 0) {
+      : plan_(plan), shape_(g.slots.size(), 0), value_(g.slots.size(), 0), output_(g.slots.size(), 0),
+        seen_(g.slots.size(), {DType::kUndefined, Dims{}}) {
     plan_.steps.assign(g.steps.size(), StepMemo());
     for (size_t s = 0; s < g.slots.size(); ++s)
       if (g.slots[s].is_const) shape_[s] = value_[s] = 1;
@@ -230,6 +316,58 @@ class MemoRecorder {
         value_[static_cast<size_t>(s)] = 1;  // not fed: its default
     }
     for (int s : g.outputs) output_[static_cast<size_t>(s)] = 1;
+    for (size_t s = 0; s < g.slots.size(); ++s) {
+      const Value& v = g.slots[s].is_const ? g.slots[s].constant : f.values[s];
+      if (v.is_tensor()) seen_[s] = {v.tensor().dtype(), v.tensor().dims()};
+    }
+  }
+
+  /// After the run: the Concats whose inputs their producers may write in place for this
+  /// signature (plan.h's Step::concat_slices), where the shapes are fixed by the signature
+  /// and the Concat's axis has only 1s before it, so each input is one slab of its output.
+  void finish_concats(const CompiledGraph& g) {
+    std::vector<std::pair<int, int>> producer(g.slots.size(), {-1, -1});
+    for (const Step& st : g.steps)
+      for (size_t j = 0; j < st.out.size(); ++j)
+        if (st.out[j] >= 0) producer[static_cast<size_t>(st.out[j])] = {st.index, static_cast<int>(j)};
+    for (const Step& c : g.steps) {
+      if (!c.concat_in_place || c.folded) continue;
+      StepMemo& cm = plan_.steps[static_cast<size_t>(c.index)];
+      const auto y = static_cast<size_t>(c.out[0]);
+      const DType dt = seen_[y].first;
+      const Dims& yd = seen_[y].second;
+      if (cm.skip || !shape_[y] || dt == DType::kUndefined || dt == DType::kString || yd.empty()) continue;
+      const auto rank = static_cast<int64_t>(yd.size());
+      int64_t axis = c.node->attr_i("axis", 0);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) continue;
+      bool ok = true;
+      for (int64_t k = 0; k < axis; ++k) ok = ok && yd[static_cast<size_t>(k)] == 1;
+      std::vector<int64_t> offs;
+      int64_t off = 0;
+      for (int s : c.in) {
+        const auto u = static_cast<size_t>(s);
+        ok = ok && shape_[u] && seen_[u].first == dt && seen_[u].second.size() == yd.size();
+        if (!ok) break;
+        offs.push_back(off);
+        off += dims_numel(seen_[u].second);
+      }
+      if (!ok || off != dims_numel(yd)) continue;
+      for (size_t i = 0; i < c.in.size(); ++i) {
+        const auto [pi, pj] = producer[static_cast<size_t>(c.in[i])];
+        if (pi < 0) continue;
+        const Step& p = g.steps[static_cast<size_t>(pi)];
+        StepMemo& pm = plan_.steps[static_cast<size_t>(pi)];
+        if (static_cast<size_t>(pj) >= p.concat_slices.size() || p.concat_slices[static_cast<size_t>(pj)].concat != c.index ||
+            pm.skip)
+          continue;
+        pm.concat_slices.resize(p.out.size(), {-1, 0});
+        pm.concat_slices[static_cast<size_t>(pj)] = {c.index, offs[i]};
+        cm.concat_dtype = dt;
+        cm.concat_dims = yd;
+        plan_.rerecord = true;
+      }
+    }
   }
 
   void note(const Step& step, const std::vector<Value>& out, const StepTrace& trace) {
@@ -272,11 +410,13 @@ class MemoRecorder {
     }
     values = values && shapes;
     skip = skip && values && bytes <= kMemoStepBytes && memo_bytes_ + bytes <= kMemoBytes;
-    for (int s : step.out)
-      if (s >= 0) {
-        shape_[static_cast<size_t>(s)] = shapes;
-        value_[static_cast<size_t>(s)] = values;
-      }
+    for (size_t i = 0; i < step.out.size(); ++i) {
+      const int s = step.out[i];
+      if (s < 0) continue;
+      shape_[static_cast<size_t>(s)] = shapes;
+      value_[static_cast<size_t>(s)] = values;
+      if (out[i].is_tensor()) seen_[static_cast<size_t>(s)] = {out[i].tensor().dtype(), out[i].tensor().dims()};
+    }
     if (shapes && trace.inferred) {
       m.types = trace.types;
       for (const ir::TypeInfo& t : m.types) m.dims.push_back(t.has_shape ? ir::shape_dims(t.shape) : Dims{});
@@ -293,6 +433,7 @@ class MemoRecorder {
  private:
   SignaturePlan& plan_;
   std::vector<char> shape_, value_, output_;  ///< per slot
+  std::vector<std::pair<DType, Dims>> seen_;  ///< per slot: a tensor's dtype and dims in this run
   uint64_t memo_bytes_ = 0;
 };
 
@@ -334,6 +475,7 @@ void run_frame(Frame& f, ThreadPool* pool) {
     }
     for (int s : step.release) f.values[static_cast<size_t>(s)] = Value();
   }
+  if (recorder) recorder->finish_concats(g);
   // Releases after the last step are attributed to it, not to "after the run".
   if (main) f.run->begin_step(static_cast<int>(g.steps.size()));
 }

@@ -102,12 +102,24 @@ struct StepMemo {
   /// With `skip`: the outputs, fixed by the signature alone; the step is not run.
   std::vector<Value> values;
   bool skip = false;
+  /// Concat in place (plan.h's Step::concat_slices), as this signature's shapes allow it:
+  /// output i is written into the output of the Concat at step concat_slices[i].first,
+  /// from element concat_slices[i].second (first -1: not).
+  std::vector<std::pair<int, int64_t>> concat_slices;
+  /// For a Concat some of whose inputs are written in place: its output's dtype and dims
+  /// (made when the first of those producers runs). Empty dims: none is.
+  DType concat_dtype = DType::kUndefined;
+  Dims concat_dims;
 };
 
 /// What the runs of one input signature reuse; read-only once in the MemoryPlanner.
 struct SignaturePlan {
   std::shared_ptr<ArenaPlan> arena;  ///< null: no arena (nothing to place)
   std::vector<StepMemo> steps;       ///< per main-graph step; empty: nothing learned
+  /// The first run found Concat outputs to write in place (StepMemo::concat_slices), which
+  /// it could not do itself (their shapes were not known yet when their producers ran):
+  /// the next run does, from the heap, and records the arena plan that places them.
+  bool rerecord = false;
 };
 
 /// What one run recorded: per executor-allocated output, its size and lifetime.

@@ -34,6 +34,17 @@ struct Step {
   std::vector<Dims> static_dims;           ///< with static_shapes: their dims
   bool folded = false;         ///< outputs computed at plan time
   std::vector<int> release;    ///< slots whose last use is this step
+  /// Concat in place (compile.cc, plan_concat_in_place): output i may be written straight
+  /// into its slice of the output of the Concat at step concat_slices[i].concat (-1: none).
+  /// Where the slice starts, and whether the shapes allow it at all, each signature's
+  /// StepMemo says. Empty: no output of this step may.
+  struct ConcatSlice {
+    int concat = -1;
+  };
+  std::vector<ConcatSlice> concat_slices;
+  /// A Concat whose inputs may already lie in its output (written there by their
+  /// producers, or adjacent slices of one buffer): run_step looks for that first.
+  bool concat_in_place = false;
   int index = 0;               ///< position in CompiledGraph::steps
   std::map<std::string, std::unique_ptr<CompiledGraph>> subgraphs;
 };

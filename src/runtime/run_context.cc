@@ -36,6 +36,10 @@ RunContext::RunContext(const SessionOptions& limits, const RunOptions* options, 
   if (!planner_) return;
   sig_plan_ = planner_->find(signature_);
   if (sig_plan_) {
+    if (sig_plan_->rerecord) {  // the second run of the signature: see SignaturePlan
+      recording_ = std::make_shared<Recording>();
+      return;
+    }
     plan_ = sig_plan_->arena;
     // Memory short: this run takes its tensors from the heap.
     if (plan_) arena_ = plan_->acquire(planner_->pool());
@@ -49,6 +53,14 @@ RunContext::~RunContext() = default;
 
 void RunContext::finish() {
   if (!recording_) return;
+  if (!building_) {  // a second recording (SignaturePlan::rerecord): the same memo, a new arena
+    auto again = std::make_shared<SignaturePlan>(*sig_plan_);
+    again->rerecord = false;
+    again->arena = recording_->finish();
+    recording_.reset();
+    planner_->insert(signature_, std::move(again));
+    return;
+  }
   building_->arena = recording_->finish();
   recording_.reset();
   planner_->insert(signature_, std::move(building_));
@@ -152,11 +164,13 @@ Tensor RunContext::allocate(const ir::Node& node, size_t output, DType dt, const
   return heap_tensor(node, output, dt, dims, bytes, true, -1);
 }
 
-Tensor RunContext::allocate_output(const ir::Node& node, size_t output, DType dt, const Dims& dims, bool zero) {
+Tensor RunContext::allocate_output(const ir::Node& node, size_t output, DType dt, const Dims& dims, bool zero,
+                                   int plan_output) {
+  const int key = plan_output >= 0 ? plan_output : static_cast<int>(output);
   uint64_t bytes = charge(node, output, dt, dims);
   const bool main = depth_ == 0 && step_ >= 0 && dt != DType::kString;
   if (main && arena_) {
-    int e = plan_->find(step_, static_cast<int>(output));
+    int e = plan_->find(step_, key);
     if (e >= 0 && bytes <= plan_->entry(e).bytes) {
       const ArenaPlan::Entry& en = plan_->entry(e);
       bool free_now = !arena_->alive[static_cast<size_t>(e)].load(std::memory_order_acquire);
@@ -176,7 +190,7 @@ Tensor RunContext::allocate_output(const ir::Node& node, size_t output, DType dt
       }
     }
   }
-  int id = main && recording_ ? recording_->allocated(static_cast<int>(output), bytes) : -1;
+  int id = main && recording_ ? recording_->allocated(key, bytes) : -1;
   return heap_tensor(node, output, dt, dims, bytes, zero, id);
 }
 

@@ -24,7 +24,10 @@ class RunContext {
   /// Output `output` of the main-graph step being run (see begin_step), allocated by the
   /// executor: from the run's arena where the plan has room for it, else from the heap.
   /// Zero-filled when `zero`. Counted against the limits like allocate().
-  Tensor allocate_output(const ir::Node& node, size_t output, DType dt, const Dims& dims, bool zero);
+  /// `plan_output`: the output index the arena plan keys it by when not `output` (a
+  /// Concat's output allocated early, at the step of one of its producers: see executor.cc).
+  Tensor allocate_output(const ir::Node& node, size_t output, DType dt, const Dims& dims, bool zero,
+                         int plan_output = -1);
 
   /// A zero-filled heap tensor for output `output` of `node`, counted against
   /// max_tensor_bytes and max_run_bytes; throws Error(kLimit) naming the node, the shape,

@@ -1,6 +1,7 @@
 // Concat as memcpy pieces spread over the pool's threads, writing every output byte (the
 // executor then skips zero-filling the output: a DenseNet concatenates ~40 MB per run,
-// and the fill doubled what it wrote). Inputs that do not fit the output go to the
+// and the fill doubled what it wrote). An input its producer wrote into its slice of Y
+// already (the executor's concat in place) is not copied. Inputs that do not fit the output go to the
 // reference kernel, which reports them.
 #include <algorithm>
 #include <cstring>
@@ -52,6 +53,12 @@ class ConcatKernel final : public Kernel {
       const size_t dst_stride = static_cast<size_t>(out_row) * es;
       const char* xs = static_cast<const char*>(x.raw());
       char* yd = static_cast<char*>(y.raw()) + static_cast<size_t>(at) * es;
+      if (xs == yd && outer == 1) {
+        // Already in place: its producer wrote it into this slice of Y (the executor's
+        // concat in place, src/runtime/plan.h).
+        at += row;
+        continue;
+      }
       if (row_bytes > 0 && row_bytes < kPiece) {
         // Short rows (an innermost axis, say): runs of about kPiece bytes of rows.
         const auto per = static_cast<int64_t>(kPiece / row_bytes);
