@@ -170,7 +170,8 @@ std::unique_ptr<kernels::Kernel> make_kernel(const ir::Node& node, const kernels
 /// every layer concatenates all the features before it) goes to the last of them, the
 /// block's widest, whose output then holds the whole block; the Concats before it find
 /// their inputs adjacent in that buffer and take a view of them (executor.cc). A Concat's
-/// output can itself be a slice of a later Concat's. The shapes (the axis' leading 1s, the
+/// output can itself be a slice of a later Concat's, and an input that is a view of a
+/// value only it reads (Reshape and the like) has that value written in place. The shapes (the axis' leading 1s, the
 /// offsets) are checked by the first run of each input signature (executor.cc's
 /// MemoRecorder), which enables it for that signature's later runs.
 void plan_concat_in_place(CompiledGraph& cg) {
@@ -184,6 +185,30 @@ void plan_concat_in_place(CompiledGraph& cg) {
   }
   std::vector<bool> graph_output(ns, false);
   for (int s : cg.outputs) graph_output[static_cast<size_t>(s)] = true;
+  std::vector<int> uses(ns, 0);
+  for (const Step& st : cg.steps)
+    for (int s : st.in)
+      if (s >= 0) ++uses[static_cast<size_t>(s)];
+  // A value `s` that is a view (Reshape, Flatten, Squeeze, Unsqueeze, Identity: a kernel
+  // that makes its output from its input's buffer) of a value only that view reads, and
+  // whose buffer dies there: the value whose producer writes the slice (detection heads
+  // concatenate Reshape(Transpose(...)) of each scale). Else `s` itself.
+  auto source = [&](int s) {
+    const int vi = producer[static_cast<size_t>(s)].first;
+    if (vi < 0) return s;
+    const Step& v = cg.steps[static_cast<size_t>(vi)];
+    static const std::set<std::string, std::less<>> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                                              "Identity"};
+    if (!v.node->domain.empty() || !kViews.count(v.node->op_type) || !v.impl || !v.impl->makes_own_outputs() ||
+        v.in.empty() || v.in[0] < 0 || v.out.size() != 1)
+      return s;
+    const int u = v.in[0];
+    const auto uu = static_cast<size_t>(u);
+    if (uses[uu] != 1 || graph_output[uu] || cg.slots[uu].is_const ||
+        std::find(v.release.begin(), v.release.end(), u) == v.release.end())
+      return s;
+    return u;
+  };
   std::vector<int> target(ns, -1);
   for (size_t ci = 0; ci < cg.steps.size(); ++ci) {
     Step& c = cg.steps[ci];
@@ -193,14 +218,19 @@ void plan_concat_in_place(CompiledGraph& cg) {
         std::find(c.in.begin(), c.in.end(), -1) != c.in.end())
       continue;
     c.concat_in_place = true;
-    for (int s : c.in) {
-      const int pi = producer[static_cast<size_t>(s)].first;
-      if (pi < 0 || cg.slots[static_cast<size_t>(s)].is_const || graph_output[static_cast<size_t>(s)] ||
+    c.concat_sources.assign(c.in.size(), -1);
+    for (size_t i = 0; i < c.in.size(); ++i) {
+      const int s = c.in[i];
+      if (cg.slots[static_cast<size_t>(s)].is_const || graph_output[static_cast<size_t>(s)] ||
           std::count(c.in.begin(), c.in.end(), s) != 1)
         continue;
+      const int src = source(s);
+      const int pi = producer[static_cast<size_t>(src)].first;
+      if (pi < 0) continue;
       const Step& p = cg.steps[static_cast<size_t>(pi)];
       if (!p.impl || p.impl->makes_own_outputs() || !p.subgraphs.empty()) continue;
-      target[static_cast<size_t>(s)] = static_cast<int>(ci);  // a later Concat replaces it
+      target[static_cast<size_t>(src)] = static_cast<int>(ci);  // a later Concat replaces it
+      c.concat_sources[i] = src;
     }
   }
   for (size_t s = 0; s < ns; ++s) {

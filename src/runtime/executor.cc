@@ -354,7 +354,12 @@ class MemoRecorder {
       }
       if (!ok || off != dims_numel(yd)) continue;
       for (size_t i = 0; i < c.in.size(); ++i) {
-        const auto [pi, pj] = producer[static_cast<size_t>(c.in[i])];
+        const int src = i < c.concat_sources.size() ? c.concat_sources[i] : -1;
+        if (src < 0) continue;
+        const auto su = static_cast<size_t>(src);
+        if (!shape_[su] || seen_[su].first != dt || dims_numel(seen_[su].second) != dims_numel(seen_[static_cast<size_t>(c.in[i])].second))
+          continue;
+        const auto [pi, pj] = producer[su];
         if (pi < 0) continue;
         const Step& p = g.steps[static_cast<size_t>(pi)];
         StepMemo& pm = plan_.steps[static_cast<size_t>(pi)];

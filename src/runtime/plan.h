@@ -45,6 +45,9 @@ struct Step {
   /// A Concat whose inputs may already lie in its output (written there by their
   /// producers, or adjacent slices of one buffer): run_step looks for that first.
   bool concat_in_place = false;
+  /// With concat_in_place: per input, the value whose producer may write it in place (the
+  /// input, or the value a view-making input is made from), -1 none.
+  std::vector<int> concat_sources;
   int index = 0;               ///< position in CompiledGraph::steps
   std::map<std::string, std::unique_ptr<CompiledGraph>> subgraphs;
 };

@@ -234,6 +234,50 @@ TEST(ConcatInPlace, LaterAxes) {
   }
 }
 
+// A detection head: each scale's map transposed to channels last and reshaped to
+// [1, positions, C], then concatenated over the positions. The Transposes write into the
+// Concat's output through the Reshape views; t3 is read by a second node, so its Reshape's
+// slice is copied.
+ModelSpec heads() {
+  GraphSpec g;
+  g.inputs = {tensor_info("x", kFloat, {1, 2, "H", "W"})};
+  g.outputs = {tensor_info("y", kFloat, {1, "P", 2}), tensor_info("n", kFloat, {1, "H", "W", 2})};
+  g.initializers = {scalar("two", 2.0f), scalar("one", 1.0f), TensorSpec::int64s("shape", {3}, {1, -1, 2})};
+  const std::vector<int64_t> nhwc = {0, 2, 3, 1};
+  g.nodes = {NodeSpec("Transpose", {"x"}, {"t1"}, {AttrSpec::Ints("perm", nhwc)}),
+             NodeSpec("Reshape", {"t1", "shape"}, {"r1"}),
+             NodeSpec("Mul", {"x", "two"}, {"x2"}),
+             NodeSpec("Transpose", {"x2"}, {"t2"}, {AttrSpec::Ints("perm", nhwc)}),
+             NodeSpec("Reshape", {"t2", "shape"}, {"r2"}),
+             NodeSpec("Add", {"x", "one"}, {"x3"}),
+             NodeSpec("Transpose", {"x3"}, {"t3"}, {AttrSpec::Ints("perm", nhwc)}),
+             NodeSpec("Reshape", {"t3", "shape"}, {"r3"}),
+             NodeSpec("Neg", {"t3"}, {"n"}),
+             NodeSpec("Concat", {"r1", "r2", "r3"}, {"y"}, {AttrSpec::Int("axis", 1)})};
+  return ModelSpec(g);
+}
+
+TEST(ConcatInPlace, ThroughReshapeViews) {
+  for (GraphOptimization level : {GraphOptimization::kNone, GraphOptimization::kAll}) {
+    auto s = session_of(heads(), level);
+    run_shapes(*s, {{1, 2, 3, 4}, {1, 2, 5, 1}},
+               [](const Arr& x) {
+                 const int64_t h = x.dims[2], w = x.dims[3];
+                 auto nhwc = [&](const std::function<float(float)>& f) {
+                   Arr r{{1, h * w, 2}, {}};
+                   for (int64_t p = 0; p < h * w; ++p)
+                     for (int64_t c = 0; c < 2; ++c) r.v.push_back(f(x.v[static_cast<size_t>(c * h * w + p)]));
+                   return r;
+                 };
+                 Arr r3 = nhwc([](float v) { return v + 1; });
+                 Arr n{{1, h, w, 2}, {}};
+                 for (float v : r3.v) n.v.push_back(-v);
+                 return std::vector<Arr>{concat({nhwc([](float v) { return v; }), nhwc([](float v) { return 2 * v; }), r3}, 1), n};
+               },
+               {"y", "n"});
+  }
+}
+
 // The executor itself: after a signature's first two runs, the dense block's c1 is a view
 // of c2's buffer (its inputs were written there), seen through an Identity of c1.
 TEST(ConcatInPlace, ProducersWriteIntoTheConcatOutput) {
