@@ -22,6 +22,15 @@ struct Piece {
   size_t dst_stride;
 };
 
+/// A piece's rows when they are N bytes each: copies of a constant size are a load and a
+/// store, where a memcpy call per row of 8 bytes cost ten times the copy (yolo's Concat of
+/// [.., 2] + [.., 2] + [.., 81] boxes: 14,400 calls).
+template <size_t N>
+void copy_rows(const Piece& pc) {
+  for (int64_t r = 0; r < pc.rows; ++r)
+    std::memcpy(pc.dst + static_cast<size_t>(r) * pc.dst_stride, pc.src + static_cast<size_t>(r) * N, N);
+}
+
 class ConcatKernel final : public Kernel {
  public:
   explicit ConcatKernel(KernelFn reference, int64_t axis) : reference_(reference), axis_(axis) {}
@@ -80,9 +89,17 @@ class ConcatKernel final : public Kernel {
     auto copy = [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
         const Piece& pc = pieces[static_cast<size_t>(p)];
-        for (int64_t r = 0; r < pc.rows; ++r)
-          std::memcpy(pc.dst + static_cast<size_t>(r) * pc.dst_stride,
-                      pc.src + static_cast<size_t>(r) * pc.bytes, pc.bytes);
+        switch (pc.bytes) {  // rows of a few elements (a detector's boxes: 2 + 2 + classes)
+          case 4: copy_rows<4>(pc); break;
+          case 8: copy_rows<8>(pc); break;
+          case 12: copy_rows<12>(pc); break;
+          case 16: copy_rows<16>(pc); break;
+          case 32: copy_rows<32>(pc); break;
+          default:
+            for (int64_t r = 0; r < pc.rows; ++r)
+              std::memcpy(pc.dst + static_cast<size_t>(r) * pc.dst_stride,
+                          pc.src + static_cast<size_t>(r) * pc.bytes, pc.bytes);
+        }
       }
     };
     const auto n = static_cast<int64_t>(pieces.size());
