@@ -171,9 +171,10 @@ std::unique_ptr<kernels::Kernel> make_kernel(const ir::Node& node, const kernels
 /// block's widest, whose output then holds the whole block; the Concats before it find
 /// their inputs adjacent in that buffer and take a view of them (executor.cc). A Concat's
 /// output can itself be a slice of a later Concat's, and an input that is a view of a
-/// value only it reads (Reshape and the like) has that value written in place. The shapes (the axis' leading 1s, the
-/// offsets) are checked by the first run of each input signature (executor.cc's
-/// MemoRecorder), which enables it for that signature's later runs.
+/// value only it reads (Reshape and the like) has that value written in place. The shapes
+/// (the axis' leading 1s, the offsets) are checked by the first run of each input
+/// signature (executor.cc's MemoRecorder), which enables it for that signature's later
+/// runs.
 void plan_concat_in_place(CompiledGraph& cg) {
   const size_t ns = cg.slots.size();
   std::vector<std::pair<int, int>> producer(ns, {-1, -1});
@@ -218,26 +219,26 @@ void plan_concat_in_place(CompiledGraph& cg) {
         std::find(c.in.begin(), c.in.end(), -1) != c.in.end())
       continue;
     c.concat_in_place = true;
-    c.concat_sources.assign(c.in.size(), -1);
+    c.concat_sources.assign(c.in.size(), Step::ConcatSource{});
     for (size_t i = 0; i < c.in.size(); ++i) {
       const int s = c.in[i];
       if (cg.slots[static_cast<size_t>(s)].is_const || graph_output[static_cast<size_t>(s)] ||
           std::count(c.in.begin(), c.in.end(), s) != 1)
         continue;
       const int src = source(s);
-      const int pi = producer[static_cast<size_t>(src)].first;
+      const auto [pi, pj] = producer[static_cast<size_t>(src)];
       if (pi < 0) continue;
       const Step& p = cg.steps[static_cast<size_t>(pi)];
       if (!p.impl || p.impl->makes_own_outputs() || !p.subgraphs.empty()) continue;
       target[static_cast<size_t>(src)] = static_cast<int>(ci);  // a later Concat replaces it
-      c.concat_sources[i] = src;
+      c.concat_sources[i] = {src, pi, pj};
     }
   }
   for (size_t s = 0; s < ns; ++s) {
     if (target[s] < 0) continue;
     Step& p = cg.steps[static_cast<size_t>(producer[s].first)];
-    p.concat_slices.resize(p.out.size());
-    p.concat_slices[static_cast<size_t>(producer[s].second)].concat = target[s];
+    p.concat_targets.resize(p.out.size(), -1);
+    p.concat_targets[static_cast<size_t>(producer[s].second)] = target[s];
   }
 }
 

@@ -323,13 +323,9 @@ class MemoRecorder {
   }
 
   /// After the run: the Concats whose inputs their producers may write in place for this
-  /// signature (plan.h's Step::concat_slices), where the shapes are fixed by the signature
+  /// signature (plan.h's Step::concat_targets), where the shapes are fixed by the signature
   /// and the Concat's axis has only 1s before it, so each input is one slab of its output.
   void finish_concats(const CompiledGraph& g) {
-    std::vector<std::pair<int, int>> producer(g.slots.size(), {-1, -1});
-    for (const Step& st : g.steps)
-      for (size_t j = 0; j < st.out.size(); ++j)
-        if (st.out[j] >= 0) producer[static_cast<size_t>(st.out[j])] = {st.index, static_cast<int>(j)};
     for (const Step& c : g.steps) {
       if (!c.concat_in_place || c.folded) continue;
       StepMemo& cm = plan_.steps[static_cast<size_t>(c.index)];
@@ -354,20 +350,18 @@ class MemoRecorder {
       }
       if (!ok || off != dims_numel(yd)) continue;
       for (size_t i = 0; i < c.in.size(); ++i) {
-        const int src = i < c.concat_sources.size() ? c.concat_sources[i] : -1;
-        if (src < 0) continue;
-        const auto su = static_cast<size_t>(src);
-        if (!shape_[su] || seen_[su].first != dt || dims_numel(seen_[su].second) != dims_numel(seen_[static_cast<size_t>(c.in[i])].second))
+        const Step::ConcatSource& src = c.concat_sources[i];
+        if (src.slot < 0) continue;
+        const auto su = static_cast<size_t>(src.slot);
+        if (!shape_[su] || seen_[su].first != dt ||
+            dims_numel(seen_[su].second) != dims_numel(seen_[static_cast<size_t>(c.in[i])].second))
           continue;
-        const auto [pi, pj] = producer[su];
-        if (pi < 0) continue;
-        const Step& p = g.steps[static_cast<size_t>(pi)];
-        StepMemo& pm = plan_.steps[static_cast<size_t>(pi)];
-        if (static_cast<size_t>(pj) >= p.concat_slices.size() || p.concat_slices[static_cast<size_t>(pj)].concat != c.index ||
-            pm.skip)
-          continue;
+        // (Another, later Concat may have taken the value: compile.cc gives it to the last.)
+        const Step& p = g.steps[static_cast<size_t>(src.step)];
+        StepMemo& pm = plan_.steps[static_cast<size_t>(src.step)];
+        if (p.concat_targets[static_cast<size_t>(src.output)] != c.index || pm.skip) continue;
         pm.concat_slices.resize(p.out.size(), {-1, 0});
-        pm.concat_slices[static_cast<size_t>(pj)] = {c.index, offs[i]};
+        pm.concat_slices[static_cast<size_t>(src.output)] = {c.index, offs[i]};
         cm.concat_dtype = dt;
         cm.concat_dims = yd;
         plan_.rerecord = true;

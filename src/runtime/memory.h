@@ -102,7 +102,7 @@ struct StepMemo {
   /// With `skip`: the outputs, fixed by the signature alone; the step is not run.
   std::vector<Value> values;
   bool skip = false;
-  /// Concat in place (plan.h's Step::concat_slices), as this signature's shapes allow it:
+  /// Concat in place (plan.h's Step::concat_targets), as this signature's shapes allow it:
   /// output i is written into the output of the Concat at step concat_slices[i].first,
   /// from element concat_slices[i].second (first -1: not).
   std::vector<std::pair<int, int64_t>> concat_slices;

@@ -35,19 +35,20 @@ struct Step {
   bool folded = false;         ///< outputs computed at plan time
   std::vector<int> release;    ///< slots whose last use is this step
   /// Concat in place (compile.cc, plan_concat_in_place): output i may be written straight
-  /// into its slice of the output of the Concat at step concat_slices[i].concat (-1: none).
+  /// into its slice of the output of the Concat at step concat_targets[i] (-1: none).
   /// Where the slice starts, and whether the shapes allow it at all, each signature's
   /// StepMemo says. Empty: no output of this step may.
-  struct ConcatSlice {
-    int concat = -1;
-  };
-  std::vector<ConcatSlice> concat_slices;
+  std::vector<int> concat_targets;
   /// A Concat whose inputs may already lie in its output (written there by their
   /// producers, or adjacent slices of one buffer): run_step looks for that first.
   bool concat_in_place = false;
-  /// With concat_in_place: per input, the value whose producer may write it in place (the
-  /// input, or the value a view-making input is made from), -1 none.
-  std::vector<int> concat_sources;
+  /// With concat_in_place, per input: the value whose producer may write it in place (the
+  /// input, or the value a view-making input is made from) and that producer's step and
+  /// output; slot -1: none.
+  struct ConcatSource {
+    int slot = -1, step = -1, output = -1;
+  };
+  std::vector<ConcatSource> concat_sources;
   int index = 0;               ///< position in CompiledGraph::steps
   std::map<std::string, std::unique_ptr<CompiledGraph>> subgraphs;
 };

@@ -1,8 +1,8 @@
 // Concat as memcpy pieces spread over the pool's threads, writing every output byte (the
 // executor then skips zero-filling the output: a DenseNet concatenates ~40 MB per run,
 // and the fill doubled what it wrote). An input its producer wrote into its slice of Y
-// already (the executor's concat in place) is not copied. Inputs that do not fit the output go to the
-// reference kernel, which reports them.
+// already (the executor's concat in place) is not copied. Inputs that do not fit the
+// output go to the reference kernel, which reports them.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -22,13 +22,14 @@ struct Piece {
   size_t dst_stride;
 };
 
-/// A piece's rows when they are N bytes each: copies of a constant size are a load and a
+/// A piece's rows, N bytes each (0: pc.bytes). Copies of a constant size are a load and a
 /// store, where a memcpy call per row of 8 bytes cost ten times the copy (yolo's Concat of
 /// [.., 2] + [.., 2] + [.., 81] boxes: 14,400 calls).
-template <size_t N>
+template <size_t N = 0>
 void copy_rows(const Piece& pc) {
+  const size_t n = N ? N : pc.bytes;
   for (int64_t r = 0; r < pc.rows; ++r)
-    std::memcpy(pc.dst + static_cast<size_t>(r) * pc.dst_stride, pc.src + static_cast<size_t>(r) * N, N);
+    std::memcpy(pc.dst + static_cast<size_t>(r) * pc.dst_stride, pc.src + static_cast<size_t>(r) * n, n);
 }
 
 class ConcatKernel final : public Kernel {
@@ -95,10 +96,7 @@ class ConcatKernel final : public Kernel {
           case 12: copy_rows<12>(pc); break;
           case 16: copy_rows<16>(pc); break;
           case 32: copy_rows<32>(pc); break;
-          default:
-            for (int64_t r = 0; r < pc.rows; ++r)
-              std::memcpy(pc.dst + static_cast<size_t>(r) * pc.dst_stride,
-                          pc.src + static_cast<size_t>(r) * pc.bytes, pc.bytes);
+          default: copy_rows(pc);
         }
       }
     };
