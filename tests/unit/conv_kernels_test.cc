@@ -540,10 +540,13 @@ std::vector<ConvCase> chosen_cases() {
   add(1, 64, 80, 1, {14, 14}, {3, 3}, {2, 2}, {1, 1, 1, 1});
   add(1, 300, 260, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1, 1, 1});
   add(2, 96, 64, 2, {15, 13}, {3, 3}, {2, 2}, {1, 0, 1, 0});
-  // Few Winograd tile blocks for the threads: V shared by the row blocks (F(4x4); F(4x4)
-  // at odd sizes, batch 2; F(2x2) is reached by the 200 -> 136 and 64 -> 64 layers above).
+  // Few Winograd tile blocks for the threads (2 at 3 threads): each block a task, and with
+  // work enough (the last two) V shared by the row blocks (F(4x4); F(4x4) at odd sizes,
+  // batch 2; F(2x2) is reached by the 200 -> 136 and 64 -> 64 layers above).
   add(1, 16, 64, 1, {32, 30}, {3, 3}, {1, 1}, {1, 1, 1, 1});
   add(2, 12, 48, 1, {21, 19}, {3, 3}, {1, 1}, {1, 0, 1, 1});
+  add(1, 16, 128, 1, {32, 30}, {3, 3}, {1, 1}, {1, 1, 1, 1});
+  add(2, 12, 192, 1, {21, 19}, {3, 3}, {1, 1}, {1, 0, 1, 1});
   // Strided layers through im2col read a padded, phase-split copy of X (conv_im2col.cc's
   // Phased): a YOLO-like 3x3 stride-2 downsample, odd sizes with asymmetric pads, stride 3
   // and mixed strides, a dilated window, 5x5, groups and batch 2, a pad wider than the

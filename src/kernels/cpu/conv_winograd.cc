@@ -230,12 +230,21 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
     }
   };
 
-  if (threads > 1 && units < 3 * threads && strips > 1 && units * v_unit <= kSharedFloats &&
-      work >= double(1 << 20)) {
-    // Too few tile blocks for the threads (small images): V of every unit is made once,
-    // split over (unit, block of channels), then the GEMMs and output transforms split over
-    // (unit, block of output-channel rows) read it. Splitting the rows in the one-pass loop
-    // instead had every row block transform the unit's whole input again.
+  // How the threads share the work. Measured at 2 threads on one Zen 5 (single-convolution
+  // models, medians in ms: shared V / units as tasks / 1 thread): a task per unit (image,
+  // group, tile block), each transforming its own input, wins wherever there are at least
+  // as many units as threads, even when they are few and unequal (SqueezeNet's 64 -> 256
+  // at 13x13, 2 units of 32 and 17 tiles: 0.19 / 0.17-0.18 / 0.27-0.31; crnn's 64 -> 64 at
+  // 8x56, 4 units: 0.15-0.17 / 0.13 / 0.14-0.15; YOLO's 32 -> 32 at 40x40: 0.20-0.25 /
+  // 0.13-0.19 / 0.19-0.21). Splitting the units' output rows over the threads, each
+  // transforming the whole unit again, lost to both everywhere; sharing V, made once
+  // with its channels split over the threads and then read by every row block, costs
+  // each thread about twice a single thread's time for its half of the transform (V's
+  // lines move between the cores' caches) and only pays on one unit of enough work
+  // (YOLO's 128 -> 128 at 10x10: 0.13-0.15 / 0.16-0.18 on one thread; crnn's 32 -> 64 at
+  // 8x56, a third of that work, 0.10-0.11 against 0.08-0.09 on one thread).
+  if (threads > units && strips > 1 && units * v_unit <= kSharedFloats &&
+      work >= double(1 << 22)) {
     thread_local std::vector<float> shared;
     if (static_cast<int64_t>(shared.size()) < units * v_unit)
       shared.resize(static_cast<size_t>(units * v_unit));
@@ -268,20 +277,13 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
     });
     return;
   }
-  // Otherwise a task is a unit, or when they are too few (and V too large to share) a
-  // block of rows of one, which transforms the unit's input itself.
-  int64_t msplit = 1;
-  if (threads > 1 && units < 3 * threads)
-    msplit = std::min(strips, (3 * threads + units - 1) / units);
-  const int64_t rows_per = (strips + msplit - 1) / msplit * mr;
-  conv_parallel(pool, units * msplit, work, [&](int64_t t0, int64_t t1) {
+  // Otherwise a task is a unit, which transforms its input itself.
+  conv_parallel(pool, units, work, [&](int64_t u0, int64_t u1) {
     thread_local std::vector<float> vbuf, mbuf, rowbuf;
     if (static_cast<int64_t>(vbuf.size()) < v_unit) vbuf.resize(static_cast<size_t>(v_unit));
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t u = t / msplit, m0 = t % msplit * rows_per, m1 = std::min(mg, m0 + rows_per);
-      if (m0 >= m1) continue;
+    for (int64_t u = u0; u < u1; ++u) {
       transform(u, 0, cg, vbuf.data(), rowbuf);
-      multiply(u, m0, m1, vbuf.data(), mbuf);
+      multiply(u, 0, mg, vbuf.data(), mbuf);
     }
   });
 }
