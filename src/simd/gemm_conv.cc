@@ -80,20 +80,15 @@ HWY_INLINE void StoreRow(VF v0, VF v1, float* cr, bool accumulate, const float* 
                          float* out = nullptr) {
   const DF d;
   const size_t L = hn::Lanes(d);
-  // Partial vectors go through a stack buffer, touching only the valid lanes: a masked
-  // load or blended store may be emulated as a full-vector read-modify-write (SSE4, WASM
-  // SIMD128), which races with the thread that owns the neighbouring columns and can read
-  // past the end of the buffer.
-  HWY_ALIGN float buf[hn::MaxLanes(DF())];
+  // Partial vectors: TailLoad / TailStore touch only the valid lanes (a masked load or
+  // blended store emulated as a whole-vector read-modify-write, as on SSE4 and WASM
+  // SIMD128, races with the thread that owns the neighbouring columns and can read past
+  // the end of the buffer).
   auto load = [&](hn::Mask<DF> m, const float* p) {
-    if constexpr (kMasked) {
-      const size_t n = hn::CountTrue(d, m);
-      hn::Store(hn::Zero(d), d, buf);
-      std::memcpy(buf, p, n * sizeof(float));
-      return hn::Load(d, buf);
-    } else {
+    if constexpr (kMasked)
+      return TailLoad(m, d, p);
+    else
       return hn::LoadU(d, p);
-    }
   };
   if (accumulate) {
     v0 = hn::Add(v0, load(m0, cr));
@@ -118,12 +113,8 @@ HWY_INLINE void StoreRow(VF v0, VF v1, float* cr, bool accumulate, const float* 
     return;
   }
   if constexpr (kMasked) {
-    auto store = [&](VF v, hn::Mask<DF> m, float* p) {
-      hn::Store(v, d, buf);
-      std::memcpy(p, buf, hn::CountTrue(d, m) * sizeof(float));
-    };
-    store(v0, m0, cr);
-    if (NV == 2) store(v1, m1, cr + L);
+    TailStore(v0, m0, d, cr);
+    if (NV == 2) TailStore(v1, m1, d, cr + L);
   } else {
     hn::StoreU(v0, d, cr);
     if (NV == 2) hn::StoreU(v1, d, cr + L);

@@ -60,11 +60,19 @@ HWY_INLINE hwy::HWY_NAMESPACE::Vec<D> TailLoad(hwy::HWY_NAMESPACE::Mask<D> m, D 
   return hn::Load(d, buf);
 }
 
-/// Writes the first CountTrue(m) lanes of v to p and nothing else.
+/// Writes the first CountTrue(m) lanes of v to p and nothing else. On AVX-512 a masked
+/// store (the lanes off the mask are neither written nor faulted on); not on AVX2, whose
+/// VMASKMOVPS store is microcoded on AMD cores before Zen 4.
 template <class D>
 HWY_INLINE void TailStore(hwy::HWY_NAMESPACE::Vec<D> v, hwy::HWY_NAMESPACE::Mask<D> m, D d,
                           hwy::HWY_NAMESPACE::TFromD<D>* p) {
   namespace hn = hwy::HWY_NAMESPACE;
+#if HWY_TARGET <= HWY_AVX3
+  if constexpr (sizeof(hn::TFromD<D>) >= 4) {
+    hn::BlendedStore(v, m, d, p);
+    return;
+  }
+#endif
   HWY_ALIGN hn::TFromD<D> buf[hn::MaxLanes(D())];
   hn::Store(v, d, buf);
   CopyFew<hn::MaxLanes(D())>(p, buf, hn::CountTrue(d, m));
