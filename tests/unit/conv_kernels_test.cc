@@ -504,6 +504,9 @@ std::vector<ConvCase> chosen_cases() {
   add(2, 37, 13, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});          // GEMV, odd K and M
   add(1, 18, 10, 2, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});          // GEMV per group
   add(1, 64, 128, 1, {14, 14}, {1, 1}, {2, 2}, {0, 0, 0, 0});       // strided 1x1 (im2col)
+  // Strided 1x1 with work enough (3.2M multiply-adds) for the gather to run on the
+  // threads too: it must write the caller's buffer, not each worker's thread_local one.
+  add(1, 96, 160, 1, {30, 28}, {1, 1}, {2, 2}, {0, 0, 0, 0});
   add(1, 3, 64, 1, {37, 41}, {7, 7}, {2, 2}, {3, 3, 3, 3});         // ResNet stem (im2col)
   add(1, 3, 64, 1, {39, 80}, {7, 7}, {2, 2}, {3, 3, 3, 3});         // ResNet stem (direct)
   add(1, 3, 32, 1, {33, 30}, {3, 3}, {2, 2}, {1, 1, 1, 1});         // MobileNet stem (im2col)

@@ -47,6 +47,10 @@ bool wino_candidate(const ConvShape& s) {
 }
 }  // namespace
 
+double conv_macs(const ConvShape& s) {
+  return double(s.batch) * double(s.maps) * double(s.g.out_size) * double(s.kdepth);
+}
+
 void conv_parallel(ThreadPool* pool, int64_t n, double work,
                    const std::function<void(int64_t, int64_t)>& fn) {
   // Below about a million multiply-adds (tens of microseconds) waking the workers costs

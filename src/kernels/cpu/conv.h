@@ -132,6 +132,19 @@ void gemm_rows_in_place(int64_t K, const ConvA& a, int64_t m0, int64_t m1, const
 void conv_parallel(ThreadPool* pool, int64_t n, double work,
                    const std::function<void(int64_t, int64_t)>& fn);
 
+/// The multiply-adds of the whole convolution s (its batch, all groups).
+double conv_macs(const ConvShape& s);
+
+/// For a pass that prepares X for the convolution s (a padded or phase-split copy, a
+/// strided gather): threaded whenever the convolution itself will be. Weighed alone, a
+/// copy of 64-256 KiB stayed under conv_parallel's threshold and ran on one thread while
+/// the helper waited to start the convolution (ResNet-50's 3x3 256 -> 256 at 14x14 padded
+/// 256 planes of 16x16 that way, 5% of the layer at 2 threads).
+inline void conv_prepass_parallel(ThreadPool* pool, int64_t n, const ConvShape& s,
+                                  const std::function<void(int64_t, int64_t)>& fn) {
+  conv_parallel(pool, n, conv_macs(s), fn);
+}
+
 /// im2col + GEMM (any rank; pointwise convolutions read X in place); w is W as given
 /// ([maps, kdepth] row-major); packed, when not null, the same per group packed by
 /// simd::conv_pack_a (group gi at packed + gi * conv_pack_a_size(mg, kdepth)).

@@ -95,7 +95,7 @@ void conv_cv_run(const ConvShape& s, const float* packed, const ConvIO& io, Thre
     float* dst = pad_buf.data();
     const int64_t IH = g.in[0], IW = g.in[1], ph = g.pad_begin[0], pw = g.pad_begin[1];
     const float* x = io.x;
-    conv_parallel(pool, planes, double(planes * plane) * 8.0, [&](int64_t c0, int64_t c1) {
+    conv_prepass_parallel(pool, planes, s, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         const float* xc = x + c * g.in_size;
         float* dc = dst + c * plane;

@@ -143,7 +143,7 @@ void build_phased(const ConvShape& s, const float* x, ThreadPool* pool, std::vec
   float* out = buf.data();
   const float* x_end = x + blocks * g.in_size;
   const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
-  conv_parallel(pool, blocks, 4.0 * double(blocks * chan), [&](int64_t b0, int64_t b1) {
+  conv_prepass_parallel(pool, blocks, s, [&](int64_t b0, int64_t b1) {
     for (int64_t blk = b0; blk < b1; ++blk) {
       const float* xc = x + blk * g.in_size;
       for (int64_t a = 0; a < sh; ++a)
@@ -406,8 +406,10 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, c
     if (static_cast<int64_t>(xs.size()) < planes * s.g.out_size)
       xs.resize(static_cast<size_t>(planes * s.g.out_size));
     const float* x_end = io.x + planes * s.g.in_size;
-    conv_parallel(pool, planes, 4.0 * double(planes * s.g.out_size), [&](int64_t b0, int64_t b1) {
-      gather_strided_planes(s.g, io.x, x_end, b0, b1, xs.data());
+    // (The buffer is the calling thread's: a worker naming xs in the task would get its own.)
+    float* gathered = xs.data();
+    conv_prepass_parallel(pool, planes, s, [&](int64_t b0, int64_t b1) {
+      gather_strided_planes(s.g, io.x, x_end, b0, b1, gathered);
     });
     ConvShape ps = s;
     ps.g.in = s.g.out;
