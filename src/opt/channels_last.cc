@@ -45,7 +45,10 @@ constexpr int64_t kMaxPixels = 28 * 28;
 bool float4d(const PassContext& ctx, const std::string& v) {
   if (v.empty() || ctx.rank(v) != 4 || ctx.dtype(v) != DType::kFloat) return false;
   const ir::Shape& s = *ctx.shape(v);
-  return s[2].known() && s[3].known() && s[2].value * s[3].value <= kMaxPixels;
+  // (Each dim bounded first: the product of two declared dims may overflow, fuzz finding 21.)
+  return s[2].known() && s[3].known() && s[2].value >= 0 && s[3].value >= 0 &&
+         s[2].value <= kMaxPixels && s[3].value <= kMaxPixels &&
+         s[2].value * s[3].value <= kMaxPixels;
 }
 
 bool all_are(const std::vector<int64_t>& v, int64_t x) {
