@@ -129,8 +129,7 @@ void conv_cv_run(const ConvShape& s, const float* packed, const ConvIO& io, Thre
   const int64_t rows_per = (OH + rblocks - 1) / rblocks;
   rblocks = (OH + rows_per - 1) / rows_per;
   const int64_t per_group = simd::conv_cv_pack_size(s.mg, K);
-  const double work = double(s.batch) * double(s.maps) * double(OS) * double(K);
-  conv_parallel(pool, units * rblocks, work, [&](int64_t t0, int64_t t1) {
+  conv_parallel(pool, units * rblocks, conv_macs(s), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t rb = t % rblocks, u = t / rblocks;
       const int64_t b = u % blocks, ng = u / blocks, gi = ng % s.group, n = ng / s.group;

@@ -81,10 +81,8 @@ void conv_direct(const ConvShape& s, const float* w, const float* packed, const 
   if (threads > 1 && units * rblocks < 3 * threads)
     msplit = std::min(strips, (3 * threads + units * rblocks - 1) / (units * rblocks));
   const int64_t mrows = (strips + msplit - 1) / msplit * mr;
-  const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
-                      static_cast<double>(OS) * static_cast<double>(K);
   const float* x_end = io.x + s.batch * s.channels * g.in_size;
-  conv_parallel(pool, units * rblocks * msplit, work, [&](int64_t t0, int64_t t1) {
+  conv_parallel(pool, units * rblocks * msplit, conv_macs(s), [&](int64_t t0, int64_t t1) {
     thread_local std::vector<float> buf;
     std::vector<int64_t> offs(static_cast<size_t>(K));
     for (int64_t t = t0; t < t1; ++t) {

@@ -308,9 +308,7 @@ void conv_im2col_shared(const ConvShape& s, const float* w, const float* packed,
   });
   const int64_t rsplit = std::min(strips, (4 * threads + units - 1) / units);
   const int64_t rows_per = (strips + rsplit - 1) / rsplit * mr;
-  const double work = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
-                      static_cast<double>(OS) * static_cast<double>(K);
-  conv_parallel(pool, units * rsplit, work, [&](int64_t t0, int64_t t1) {
+  conv_parallel(pool, units * rsplit, conv_macs(s), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t r = t % rsplit, u = t / rsplit;
       const int64_t tile = u % tiles, ng = u / tiles, gi = ng % s.group, n = ng / s.group;
@@ -436,8 +434,7 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, c
   const int64_t units = s.batch * s.group * tiles;
   const float* x_end = io.x + s.batch * s.channels * g.in_size;
   std::vector<int64_t> koffs = kernel_offsets(g);
-  const double macs = static_cast<double>(s.batch) * static_cast<double>(s.maps) *
-                      static_cast<double>(OS) * static_cast<double>(K);
+  const double macs = conv_macs(s);
   // A 1x1 image (conv_gemv below: the squeeze-excite layers after a global pooling) reads
   // each weight once from memory, where in a run W is rarely still cached: a multiply-add
   // there costs about what 16 do in a GEMM, so the threads share W's reading (MobileNetV3's
