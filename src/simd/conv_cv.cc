@@ -187,16 +187,16 @@ int64_t conv_cv_pack_size(int64_t rows, int64_t K) {
 
 void conv_cv_pack(const float* w, int64_t rows, int64_t K, float* out) {
   const int64_t cb = conv_cv_block(rows);
+  // Written in order, read as cb row streams: written a row at a time (stride cb), the
+  // stores of a block touched a new cache line each and ResNet-50's packing took ~50 ms
+  // of its session creation.
   for (int64_t b = 0; b * cb < rows; ++b) {
     float* dst = out + b * cb * K;
-    for (int64_t r = 0; r < cb; ++r) {
-      const int64_t m = b * cb + r;
-      if (m < rows) {
-        const float* src = w + m * K;
-        for (int64_t p = 0; p < K; ++p) dst[p * cb + r] = src[p];
-      } else {
-        for (int64_t p = 0; p < K; ++p) dst[p * cb + r] = 0.0f;
-      }
+    const int64_t m0 = b * cb, live = std::min(cb, rows - m0);
+    const float* src = w + m0 * K;
+    for (int64_t p = 0; p < K; ++p, dst += cb) {
+      for (int64_t r = 0; r < live; ++r) dst[r] = src[r * K + p];
+      for (int64_t r = live; r < cb; ++r) dst[r] = 0.0f;
     }
   }
 }

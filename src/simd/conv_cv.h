@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "base/big_alloc.h"
@@ -35,6 +36,16 @@ struct CvAllocator {
     return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t) { std::free(p); }
+  /// resize() leaves the floats uninitialized: conv_cv_pack writes every one, and a zero
+  /// fill first is a second pass over fresh pages at session creation.
+  template <typename U>
+  void construct(U* p) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
   bool operator==(const CvAllocator&) const { return true; }
 };
 /// W packed for conv_cv.
