@@ -21,7 +21,7 @@
 //    column panels go partly empty or an im2col matrix is built (cv_preferred).
 // The GEMM reads W packed at planning into its microkernel's row strips
 // (simd::conv_pack_a: the broadcasts of a strip read one contiguous stream) when W is
-// under 1 MiB, in place otherwise (the model's buffer, row m = output channel: a copy of
+// at most 2 MiB, in place otherwise (the model's buffer, row m = output channel: a copy of
 // every W would add ~100 MB to a ResNet-50's peak RSS); Winograd's transformed W is made
 // and packed once at planning. A layer whose static shape (the batch aside) takes conv_cv
 // gets only conv_cv's packed W (output channels in blocks of 2 or 4 vectors), and the
