@@ -7,12 +7,13 @@
 
 namespace onyx {
 
-void* alloc_aligned(size_t bytes, size_t* capacity) {
+void* alloc_aligned(size_t bytes, size_t* capacity, Pages use) {
   constexpr size_t kAlign = 64;
 #if defined(__EMSCRIPTEN__)
+  (void)use;
   const bool huge = false;  // one linear memory: 2 MiB alignment would only waste it
 #else
-  const bool huge = bytes >= kHugeMin;
+  const bool huge = use == Pages::kRun && bytes >= kHugeMin;
 #endif
   if (!huge) {
     size_t n = bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;

@@ -303,7 +303,7 @@ Tensor build_tensor(LoadCtx& ctx, RawTensor& t) {
     // pass over ~70 MB of fresh pages for ResNet-50); the allocation's tail past the data
     // is zeroed as Tensor's is.
     const size_t alloc = (std::max<size_t>(need, 1) + 63) / 64 * 64;
-    void* mem = alloc_aligned(alloc);
+    void* mem = alloc_aligned(alloc, nullptr, Pages::kConstant);
     if (!mem) fail_runtime("out of memory allocating {} bytes for {}", need, tensor_label(t));
     std::shared_ptr<void> owner(mem, [](void* q) { std::free(q); });
     if (need) std::memcpy(mem, bytes.data(), need);

@@ -31,7 +31,7 @@ struct CvAllocator {
   template <typename U>
   CvAllocator(const CvAllocator<U>&) {}  // NOLINT implicit
   T* allocate(size_t n) {
-    void* p = alloc_aligned(n * sizeof(T));
+    void* p = alloc_aligned(n * sizeof(T), nullptr, Pages::kConstant);
     if (!p) throw std::bad_alloc();
     return static_cast<T*>(p);
   }
