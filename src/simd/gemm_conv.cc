@@ -318,8 +318,35 @@ void GemmLayout(const ConvGemmArgs& g) {
           bq = g.b.data + col;
         const int64_t bstride = kLayout == BMatrix::Layout::kPanels ? NR : g.b.stride;
         const int64_t* offs = g.b.offs ? g.b.offs + pc : nullptr;
+        // B read in place (a pointwise layer's X: its kc rows of the panel lie a row of
+        // the image apart, each on its own page, which the hardware prefetchers do not
+        // follow): the next panel's lines (or the next depth block's first) are fetched
+        // into L2 while this panel's strips run, a slice of rows per strip. In-process A/B
+        // on an Intel Xeon (family 6 model 207): ResNet-50 0.962-0.978x at 1 thread,
+        // 0.978-0.982x at 2; DenseNet-121, EfficientNet-B0, ResNet-18, SqueezeNet even.
+        // (Into L1 instead: 1.015x / 0.985x.)
+        const int64_t nstrips = (mc + mr - 1) / mr;
+        const float* bnext = nullptr;
+        int64_t next_rows = 0;
+        if constexpr (kLayout == BMatrix::Layout::kRows) {
+          if (q + 1 < npanels) {
+            bnext = bq + NR;
+            next_rows = kc;
+          } else if (pc + kc < g.K) {
+            bnext = g.b.data + (pc + kc) * g.b.stride;
+            next_rows = std::min(kcb, g.K - pc - kc);
+          }
+        }
         for (int64_t s = 0; s * mr < mc; ++s) {
           const int64_t row = ic + s * mr;
+          if (bnext) {
+            const int64_t r0 = s * next_rows / nstrips, r1 = (s + 1) * next_rows / nstrips;
+            for (int64_t r = r0; r < r1; ++r) {
+              const float* p = bnext + r * g.b.stride;
+              __builtin_prefetch(p, 0, 2);
+              __builtin_prefetch(p + NR - 1, 0, 2);
+            }
+          }
           const size_t rows = static_cast<size_t>(std::min(mr, g.m1 - row));
           const float* as[kMR];
           if constexpr (kPackedA) {
