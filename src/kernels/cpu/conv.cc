@@ -195,6 +195,18 @@ bool pointwise_geometry(const ConvShape& s) {
   return true;
 }
 
+/// A pointwise layer whose W is too large to pack for the GEMM (over kPackMaxBytes) and
+/// whose small image suits the transposed GEMM on W^T (pointwise_t_suits): W^T is made
+/// for it instead of conv_cv's packed W. ResNet-50's 4 MiB layers at 7x7 (512 -> 2048,
+/// 2048 -> 512) on a Zen 3 core (AVX2), in-process A/B: 0.78x of conv_cv's time at 1
+/// thread, 0.75-0.89x at 2, where the GEMM with W read in place was even with conv_cv
+/// (1.85 ms against onnxruntime's 1.16); the whole model 0.967x / 0.976x.
+bool large_pointwise_t(const ConvShape& s) {
+  const double w_bytes = double(s.maps) * double(s.cg) * sizeof(float);
+  return pointwise_geometry(s) && w_bytes > double(kPackMaxBytes) &&
+         pointwise_t_suits(s.g.out_size, s.maps, s.cg);
+}
+
 bool ConvKernel::init(const KernelInit& init) {
   const ir::Node& node = init.node;
   fused_ = node.op_type == "FusedConv";
@@ -246,7 +258,7 @@ bool ConvKernel::init(const KernelInit& init) {
   {
     ConvShape st;
     if (is2d && cg > 1 && static_shape(init, st) && cv_suits(st) && cv_preferred(st) &&
-        !(st.mg > 32 && wino_candidate(st))) {
+        !(st.mg > 32 && wino_candidate(st)) && !large_pointwise_t(st)) {
       const int64_t kd = w_.numel() / maps, per = simd::conv_cv_pack_size(mg, kd);
       cv_packed_.resize(static_cast<size_t>(per * group_));
       for (int64_t gi = 0; gi < group_; ++gi)
@@ -301,14 +313,14 @@ bool ConvKernel::init(const KernelInit& init) {
                  }));
   }
   // A small static output image of a pointwise layer: W^T for the transposed GEMM instead
-  // (the same bytes as the packed A it replaces: MobileNet's and EfficientNet's last 1x1
-  // layers of 1.2-1.6 MB, but not ResNet-50's 4 MB ones, whose 24 MB would take its peak
-  // RSS to 0.8x onnxruntime's). In a model (cold
-  // caches) this orientation streams W once per run instead of once per panel of
-  // positions: EfficientNet-B0's 1152 -> 192 layers at 7x7 0.29 -> 0.20 ms.
+  // (the same bytes as the packed A it replaces; W's own pages are released when it is
+  // larger than the GEMM would pack, as for ResNet-50's 4 MiB layers at 7x7, see
+  // large_pointwise_t). In a model (cold caches) this orientation streams W once per run
+  // instead of once per panel of positions: EfficientNet-B0's 1152 -> 192 layers at 7x7
+  // 0.29 -> 0.20 ms.
   const size_t w_bytes = static_cast<size_t>(w_.numel()) * sizeof(float);
   const bool small_w = w_bytes <= kPackMaxBytes;
-  if (w_bytes < kPackMaxBytes && group_ == 1 && w_.numel() == maps * cg && !gemv_only &&
+  if (group_ == 1 && w_.numel() == maps * cg && !gemv_only &&
       init.output_types.size() > 0 && init.output_types[0] && init.output_types[0]->has_shape) {
     const ir::Shape& ys = init.output_types[0]->shape;
     int64_t os = 1;
@@ -317,9 +329,14 @@ bool ConvKernel::init(const KernelInit& init) {
       known = ys[d].known();
       if (known) os *= ys[d].value;
     }
-    if (known && pointwise_t_suits(os, maps, cg) && unit_window_unpadded())
+    if (known && pointwise_t_suits(os, maps, cg) && unit_window_unpadded()) {
       pwt_ = PointwiseT::make(wp, maps, cg, node.attr_s("activation", ""),
                               node.attr_floats("activation_params"));
+      // W^T is the copy every run of this shape reads: W's pages of the model file leave
+      // the resident set (ResNet-50's 4 MiB layers: the same bytes as the packed copy
+      // conv_cv would have made).
+      if (pwt_ && !small_w) release_mapped_pages(wp, w_bytes);
+    }
   }
   if (gemv_only && group_ == 1 && small_w && w_.numel() == maps * cg && maps >= cg) {
     gemv_ld_ = simd::conv_gemv_t_stride(maps);
