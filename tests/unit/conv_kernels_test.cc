@@ -500,8 +500,9 @@ std::vector<ConvCase> chosen_cases() {
   add(2, 48, 40, 1, {6, 7}, {1, 1}, {1, 1}, {0, 0, 0, 0});
   add(1, 20, 33, 1, {1, 9}, {1, 1}, {1, 1}, {0, 0, 0, 0});
   add(1, 192, 1152, 1, {7, 7}, {1, 1}, {1, 1}, {0, 0, 0, 0});  // EfficientNet's 7x7 expand
-  // W over the GEMM's packing limit (2.5 MB; conv.cc's large_pointwise_t), K > 256.
-  add(1, 768, 801, 1, {5, 9}, {1, 1}, {1, 1}, {0, 0, 0, 0});
+  // W over the GEMM's packing limit (2.1 MB; conv.cc's large_pointwise_t).
+  add(1, 256, 2060, 1, {5, 9}, {1, 1}, {1, 1}, {0, 0, 0, 0});
+  add(2, 256, 2060, 1, {10, 17}, {1, 1}, {2, 2}, {0, 0, 0, 0});  // the same strided, batch 2
   add(1, 576, 144, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});        // 1x1 image (GEMV)
   add(2, 37, 13, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});          // GEMV, odd K and M
   add(1, 18, 10, 2, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0});          // GEMV per group

@@ -133,6 +133,10 @@ class ConvKernel final : public Kernel {
     return all_are(strides_, 1) && all_are(dilations_, 1) && all_are(pads_, 0) &&
            (auto_pad_ == "NOTSET" || auto_pad_ == "VALID");
   }
+  /// As unit_window_unpadded but at any strides (with a 1x1 W: a strided pointwise layer).
+  bool unit_window_strided_unpadded() const {
+    return all_are(dilations_, 1) && all_are(pads_, 0) && (auto_pad_ == "NOTSET" || auto_pad_ == "VALID");
+  }
 
   KernelFn reference_;
   bool fused_ = false;
@@ -201,10 +205,13 @@ bool pointwise_geometry(const ConvShape& s) {
 /// 2048 -> 512) on a Zen 3 core (AVX2), in-process A/B: 0.78x of conv_cv's time at 1
 /// thread, 0.75-0.89x at 2, where the GEMM with W read in place was even with conv_cv
 /// (1.85 ms against onnxruntime's 1.16); the whole model 0.967x / 0.976x.
+/// The same for a strided 1x1 layer reading no padding (ResNet-50's 1024 -> 2048
+/// shortcut to 7x7, 8 MiB: 1.5x onnxruntime's time per node on conv_cv), whose X is
+/// gathered first.
 bool large_pointwise_t(const ConvShape& s) {
   const double w_bytes = double(s.maps) * double(s.cg) * sizeof(float);
-  return pointwise_geometry(s) && w_bytes > double(kPackMaxBytes) &&
-         pointwise_t_suits(s.g.out_size, s.maps, s.cg);
+  return (pointwise_geometry(s) || (s.group == 1 && is_strided_pointwise(s.g))) &&
+         w_bytes > double(kPackMaxBytes) && pointwise_t_suits(s.g.out_size, s.maps, s.cg);
 }
 
 bool ConvKernel::init(const KernelInit& init) {
@@ -329,7 +336,8 @@ bool ConvKernel::init(const KernelInit& init) {
       known = ys[d].known();
       if (known) os *= ys[d].value;
     }
-    if (known && pointwise_t_suits(os, maps, cg) && unit_window_unpadded()) {
+    if (known && pointwise_t_suits(os, maps, cg) &&
+        (unit_window_unpadded() || (!small_w && unit_window_strided_unpadded()))) {
       pwt_ = PointwiseT::make(wp, maps, cg, node.attr_s("activation", ""),
                               node.attr_floats("activation_params"));
       // W^T is the copy every run of this shape reads: W's pages of the model file leave
@@ -560,6 +568,23 @@ void ConvKernel::run(KernelContext& ctx) const {
   if (pwt_ && pointwise_geometry(s) && s.maps == pwt_->maps() && s.cg == pwt_->channels() &&
       pointwise_t_suits(s.g.out_size, s.maps, s.cg)) {
     pwt_->run(s.batch, io.x, s.g.out_size, io.bias, io.z, io.y, pool);
+    return;
+  }
+  if (pwt_ && s.group == 1 && s.g.kernel_size == 1 && is_strided_pointwise(s.g) &&
+      s.maps == pwt_->maps() && s.cg == pwt_->channels() &&
+      pointwise_t_suits(s.g.out_size, s.maps, s.cg)) {
+    // The elements read, compact (a quarter of X at stride 2), then the transposed GEMM.
+    // (The buffer is the calling thread's: a worker naming xs in the task gets its own.)
+    thread_local std::vector<float> xs;
+    const int64_t planes = s.batch * s.channels;
+    if (static_cast<int64_t>(xs.size()) < planes * s.g.out_size)
+      xs.resize(static_cast<size_t>(planes * s.g.out_size));
+    float* gathered = xs.data();
+    const float* x_end = io.x + planes * s.g.in_size;
+    conv_prepass_parallel(pool, planes, s, [&](int64_t b0, int64_t b1) {
+      gather_strided_planes(s.g, io.x, x_end, b0, b1, gathered);
+    });
+    pwt_->run(s.batch, gathered, s.g.out_size, io.bias, io.z, io.y, pool);
     return;
   }
   // (gemv_wt_ is made from the constant W, whose dims shape_of has matched.)

@@ -216,49 +216,6 @@ bool is_pointwise(const WindowGeom& g) {
   return true;
 }
 
-/// A 1x1 window at strides above 1 whose outputs all lie inside X (no padding read;
-/// ResNet's downsampling shortcuts): only every stride-th input element is read, once.
-bool is_strided_pointwise(const WindowGeom& g) {
-  bool strided = false;
-  for (size_t d = 0; d < g.nsp; ++d) {
-    if (g.kernel[d] != 1 || g.pad_begin[d] != 0 ||
-        (g.out[d] - 1) * g.strides[d] >= g.in[d])
-      return false;
-    strided = strided || g.strides[d] != 1;
-  }
-  return strided;
-}
-
-/// The elements a strided 1x1 window reads, compact: planes [b0, b1) of X ([in] each) into
-/// out ([out] each), element o of a plane from x[sum_d o_d * stride_d * in_stride_d].
-void gather_strided_planes(const WindowGeom& g, const float* x, const float* x_end, int64_t b0,
-                           int64_t b1, float* out) {
-  const size_t last = g.nsp - 1;
-  const int64_t OL = g.out[last], sl = g.strides[last];
-  const int64_t rows = g.out_size / OL;
-  std::vector<int64_t> in_stride(g.nsp, 1);
-  for (size_t d = last; d-- > 0;) in_stride[d] = in_stride[d + 1] * g.in[d + 1];
-  std::vector<int64_t> o(g.nsp, 0);
-  for (int64_t b = b0; b < b1; ++b) {
-    const float* xp = x + b * g.in_size;
-    float* yp = out + b * g.out_size;
-    std::fill(o.begin(), o.end(), 0);
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t off = 0;
-      for (size_t d = 0; d < last; ++d) off += o[d] * g.strides[d] * in_stride[d];
-      const float* src = xp + off;
-      float* dst = yp + r * OL;
-      if (sl == 2 && OL >= 32)
-        simd::row_gather_even(src, OL, dst, x_end - src);
-      else
-        for (int64_t i = 0; i < OL; ++i) dst[i] = src[i * sl];
-      for (size_t d = last; d-- > 0;) {  // the next row's leading coordinates
-        if (++o[d] < g.out[d]) break;
-        o[d] = 0;
-      }
-    }
-  }
-}
 
 /// im2col + GEMM for an output of too few tiles for the threads (deep layers on small
 /// images: ResNet's 14x14 and 7x7 stages): the im2col panels of every tile ([panel][K][nr])
@@ -326,6 +283,50 @@ void conv_im2col_shared(const ConvShape& s, const float* w, const float* packed,
 }
 
 }  // namespace
+
+/// A 1x1 window at strides above 1 whose outputs all lie inside X (no padding read;
+/// ResNet's downsampling shortcuts): only every stride-th input element is read, once.
+bool is_strided_pointwise(const WindowGeom& g) {
+  bool strided = false;
+  for (size_t d = 0; d < g.nsp; ++d) {
+    if (g.kernel[d] != 1 || g.pad_begin[d] != 0 ||
+        (g.out[d] - 1) * g.strides[d] >= g.in[d])
+      return false;
+    strided = strided || g.strides[d] != 1;
+  }
+  return strided;
+}
+
+/// The elements a strided 1x1 window reads, compact: planes [b0, b1) of X ([in] each) into
+/// out ([out] each), element o of a plane from x[sum_d o_d * stride_d * in_stride_d].
+void gather_strided_planes(const WindowGeom& g, const float* x, const float* x_end, int64_t b0,
+                           int64_t b1, float* out) {
+  const size_t last = g.nsp - 1;
+  const int64_t OL = g.out[last], sl = g.strides[last];
+  const int64_t rows = g.out_size / OL;
+  std::vector<int64_t> in_stride(g.nsp, 1);
+  for (size_t d = last; d-- > 0;) in_stride[d] = in_stride[d + 1] * g.in[d + 1];
+  std::vector<int64_t> o(g.nsp, 0);
+  for (int64_t b = b0; b < b1; ++b) {
+    const float* xp = x + b * g.in_size;
+    float* yp = out + b * g.out_size;
+    std::fill(o.begin(), o.end(), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t off = 0;
+      for (size_t d = 0; d < last; ++d) off += o[d] * g.strides[d] * in_stride[d];
+      const float* src = xp + off;
+      float* dst = yp + r * OL;
+      if (sl == 2 && OL >= 32)
+        simd::row_gather_even(src, OL, dst, x_end - src);
+      else
+        for (int64_t i = 0; i < OL; ++i) dst[i] = src[i * sl];
+      for (size_t d = last; d-- > 0;) {  // the next row's leading coordinates
+        if (++o[d] < g.out[d]) break;
+        o[d] = 0;
+      }
+    }
+  }
+}
 
 void tile_segments(const WindowGeom& g, int64_t j0, int64_t nt, Segments& seg) {
   const size_t nsp = g.nsp, last = nsp - 1;
