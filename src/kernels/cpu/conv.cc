@@ -570,21 +570,10 @@ void ConvKernel::run(KernelContext& ctx) const {
     pwt_->run(s.batch, io.x, s.g.out_size, io.bias, io.z, io.y, pool);
     return;
   }
-  if (pwt_ && s.group == 1 && s.g.kernel_size == 1 && is_strided_pointwise(s.g) &&
-      s.maps == pwt_->maps() && s.cg == pwt_->channels() &&
-      pointwise_t_suits(s.g.out_size, s.maps, s.cg)) {
+  if (pwt_ && s.group == 1 && is_strided_pointwise(s.g) && s.maps == pwt_->maps() &&
+      s.cg == pwt_->channels() && pointwise_t_suits(s.g.out_size, s.maps, s.cg)) {
     // The elements read, compact (a quarter of X at stride 2), then the transposed GEMM.
-    // (The buffer is the calling thread's: a worker naming xs in the task gets its own.)
-    thread_local std::vector<float> xs;
-    const int64_t planes = s.batch * s.channels;
-    if (static_cast<int64_t>(xs.size()) < planes * s.g.out_size)
-      xs.resize(static_cast<size_t>(planes * s.g.out_size));
-    float* gathered = xs.data();
-    const float* x_end = io.x + planes * s.g.in_size;
-    conv_prepass_parallel(pool, planes, s, [&](int64_t b0, int64_t b1) {
-      gather_strided_planes(s.g, io.x, x_end, b0, b1, gathered);
-    });
-    pwt_->run(s.batch, gathered, s.g.out_size, io.bias, io.z, io.y, pool);
+    pwt_->run(s.batch, gather_strided_x(s, io.x, pool), s.g.out_size, io.bias, io.z, io.y, pool);
     return;
   }
   // (gemv_wt_ is made from the constant W, whose dims shape_of has matched.)

@@ -148,10 +148,10 @@ inline void conv_prepass_parallel(ThreadPool* pool, int64_t n, const ConvShape& 
 /// A 1x1 window at strides above 1 whose outputs all lie inside X (no padding read;
 /// ResNet's downsampling shortcuts): only every stride-th input element is read, once.
 bool is_strided_pointwise(const WindowGeom& g);
-/// The elements a strided 1x1 window reads, compact: planes [b0, b1) of X ([in] each) into
-/// out ([out] each). x_end: the end of X (no read past it).
-void gather_strided_planes(const WindowGeom& g, const float* x, const float* x_end, int64_t b0,
-                           int64_t b1, float* out);
+/// The elements a strided 1x1 window reads from X (s's [batch, channels, in...]), compact
+/// ([batch, channels, out...]), gathered over the pool into a buffer of the calling thread,
+/// which stays valid until its next call there.
+const float* gather_strided_x(const ConvShape& s, const float* x, ThreadPool* pool);
 
 /// im2col + GEMM (any rank; pointwise convolutions read X in place); w is W as given
 /// ([maps, kdepth] row-major); packed, when not null, the same per group packed by

@@ -216,6 +216,36 @@ bool is_pointwise(const WindowGeom& g) {
   return true;
 }
 
+/// The elements a strided 1x1 window reads, compact: planes [b0, b1) of X ([in] each) into
+/// out ([out] each), element o of a plane from x[sum_d o_d * stride_d * in_stride_d].
+void gather_strided_planes(const WindowGeom& g, const float* x, const float* x_end, int64_t b0,
+                           int64_t b1, float* out) {
+  const size_t last = g.nsp - 1;
+  const int64_t OL = g.out[last], sl = g.strides[last];
+  const int64_t rows = g.out_size / OL;
+  std::vector<int64_t> in_stride(g.nsp, 1);
+  for (size_t d = last; d-- > 0;) in_stride[d] = in_stride[d + 1] * g.in[d + 1];
+  std::vector<int64_t> o(g.nsp, 0);
+  for (int64_t b = b0; b < b1; ++b) {
+    const float* xp = x + b * g.in_size;
+    float* yp = out + b * g.out_size;
+    std::fill(o.begin(), o.end(), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t off = 0;
+      for (size_t d = 0; d < last; ++d) off += o[d] * g.strides[d] * in_stride[d];
+      const float* src = xp + off;
+      float* dst = yp + r * OL;
+      if (sl == 2 && OL >= 32)
+        simd::row_gather_even(src, OL, dst, x_end - src);
+      else
+        for (int64_t i = 0; i < OL; ++i) dst[i] = src[i * sl];
+      for (size_t d = last; d-- > 0;) {  // the next row's leading coordinates
+        if (++o[d] < g.out[d]) break;
+        o[d] = 0;
+      }
+    }
+  }
+}
 
 /// im2col + GEMM for an output of too few tiles for the threads (deep layers on small
 /// images: ResNet's 14x14 and 7x7 stages): the im2col panels of every tile ([panel][K][nr])
@@ -297,35 +327,18 @@ bool is_strided_pointwise(const WindowGeom& g) {
   return strided;
 }
 
-/// The elements a strided 1x1 window reads, compact: planes [b0, b1) of X ([in] each) into
-/// out ([out] each), element o of a plane from x[sum_d o_d * stride_d * in_stride_d].
-void gather_strided_planes(const WindowGeom& g, const float* x, const float* x_end, int64_t b0,
-                           int64_t b1, float* out) {
-  const size_t last = g.nsp - 1;
-  const int64_t OL = g.out[last], sl = g.strides[last];
-  const int64_t rows = g.out_size / OL;
-  std::vector<int64_t> in_stride(g.nsp, 1);
-  for (size_t d = last; d-- > 0;) in_stride[d] = in_stride[d + 1] * g.in[d + 1];
-  std::vector<int64_t> o(g.nsp, 0);
-  for (int64_t b = b0; b < b1; ++b) {
-    const float* xp = x + b * g.in_size;
-    float* yp = out + b * g.out_size;
-    std::fill(o.begin(), o.end(), 0);
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t off = 0;
-      for (size_t d = 0; d < last; ++d) off += o[d] * g.strides[d] * in_stride[d];
-      const float* src = xp + off;
-      float* dst = yp + r * OL;
-      if (sl == 2 && OL >= 32)
-        simd::row_gather_even(src, OL, dst, x_end - src);
-      else
-        for (int64_t i = 0; i < OL; ++i) dst[i] = src[i * sl];
-      for (size_t d = last; d-- > 0;) {  // the next row's leading coordinates
-        if (++o[d] < g.out[d]) break;
-        o[d] = 0;
-      }
-    }
-  }
+const float* gather_strided_x(const ConvShape& s, const float* x, ThreadPool* pool) {
+  thread_local std::vector<float> xs;
+  const int64_t planes = s.batch * s.channels;
+  if (static_cast<int64_t>(xs.size()) < planes * s.g.out_size)
+    xs.resize(static_cast<size_t>(planes * s.g.out_size));
+  const float* x_end = x + planes * s.g.in_size;
+  // (The buffer is the calling thread's: a worker naming xs in the task would get its own.)
+  float* gathered = xs.data();
+  conv_prepass_parallel(pool, planes, s, [&](int64_t b0, int64_t b1) {
+    gather_strided_planes(s.g, x, x_end, b0, b1, gathered);
+  });
+  return gathered;
 }
 
 void tile_segments(const WindowGeom& g, int64_t j0, int64_t nt, Segments& seg) {
@@ -400,23 +413,14 @@ void conv_im2col_gemm(const ConvShape& s, const float* w, const float* packed, c
     // whose GEMM reads them in place. Through the phased copy every phase of X was copied
     // and then the read one again per tile, and at 2 threads the shared-im2col split made
     // ResNet-18's 64 -> 128 shortcut at 56x56 twice as slow as at 1.
-    thread_local std::vector<float> xs;
-    const int64_t planes = s.batch * s.channels;
-    if (static_cast<int64_t>(xs.size()) < planes * s.g.out_size)
-      xs.resize(static_cast<size_t>(planes * s.g.out_size));
-    const float* x_end = io.x + planes * s.g.in_size;
-    // (The buffer is the calling thread's: a worker naming xs in the task would get its own.)
-    float* gathered = xs.data();
-    conv_prepass_parallel(pool, planes, s, [&](int64_t b0, int64_t b1) {
-      gather_strided_planes(s.g, io.x, x_end, b0, b1, gathered);
-    });
+    const float* gathered = gather_strided_x(s, io.x, pool);
     ConvShape ps = s;
     ps.g.in = s.g.out;
     ps.g.in_size = s.g.out_size;
     std::fill(ps.g.strides.begin(), ps.g.strides.end(), 1);
     std::fill(ps.g.dilations.begin(), ps.g.dilations.end(), 1);
     ConvIO pio = io;
-    pio.x = xs.data();
+    pio.x = gathered;
     conv_im2col_gemm(ps, w, packed, pio, pool);
     return;
   }
