@@ -690,6 +690,21 @@ class Checker {
       dt = in[any->type_input]->tensor().dtype();
     const kernels::KernelDef* k = reg.find(n.domain, n.op_type, n.opset, dt);
     if (!k || !k->fn) return;
+    // Small tensors can still hold long work (an Einsum of three 4096-element vectors
+    // into a scalar walks 6.9e10 positions): the check's folds share one second, and a
+    // node still computing when it is spent stays unknown.
+    if (fold_seconds_left_ <= 0) return;
+    const auto start = std::chrono::steady_clock::now();
+    CancelToken deadline;
+    deadline.has_deadline = true;
+    deadline.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(fold_seconds_left_));
+    CancelScope scope_guard(&deadline);
+    struct Spend {
+      double& left;
+      std::chrono::steady_clock::time_point start;
+      ~Spend() { left -= std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+    } spend{fold_seconds_left_, start};
     try {
       kernels::KernelContext ctx(n, in, &out, nullptr, nullptr);
       k->fn(ctx);
@@ -759,6 +774,7 @@ class Checker {
 
   const ir::Model& model_;
   const Options& opts_;
+  double fold_seconds_left_ = 1.0;  ///< what fold() may still spend (see there)
   Report& report_;
   shape::SymbolGen symbols_;
   std::map<std::string, int> above_table_;  ///< domain -> highest opset beyond the table

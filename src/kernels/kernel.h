@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/error.h"
 #include "ir/graph.h"
 #include "onyx/tensor.h"

@@ -7,7 +7,9 @@
 // Not folded: ops of other domains, random ops, nodes with subgraphs, outputs that are
 // not tensors, graph outputs, and any output above OptimizeOptions::fold_max_bytes (64 MiB
 // by default; such a node stays and runs each time). A node whose kernel fails on its
-// constant inputs stays too: the run reports the error in its place.
+// constant inputs stays too: the run reports the error in its place, and so does one
+// still computing when the folding time of the whole optimization is spent
+// (OptimizeOptions::fold_max_seconds, 2 s: its kernel polls the deadline).
 //
 // The planner (src/runtime/compile.cc) folds all-constant nodes as well, when a session
 // is planned. This pass complements it rather than replacing it: the planner's folding
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <set>
 
+#include "base/cancel.h"
 #include "kernels/registry.h"
 #include "opt/pass.h"
 #include "shape/infer.h"
@@ -38,7 +41,24 @@ bool foldable_op(const ir::Node& n) {
 /// undefined) when there is no kernel, an output is not a tensor or exceeds max_bytes, or
 /// the kernel fails.
 bool evaluate(const ir::Node& n, const std::vector<const Tensor*>& in, const OptimizeOptions& opts,
-              std::vector<Value>& out) {
+              double* seconds_left, std::vector<Value>& out) {
+  // The folding time left bounds this node: its kernel polls the deadline and throws
+  // kCancelled past it (caught below: the node stays).
+  if (seconds_left && *seconds_left <= 0) return false;
+  const auto start = std::chrono::steady_clock::now();
+  CancelToken deadline;
+  deadline.has_deadline = seconds_left != nullptr;
+  if (seconds_left)
+    deadline.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(*seconds_left));
+  CancelScope scope(seconds_left ? &deadline : nullptr);
+  struct Spend {
+    double* left;
+    std::chrono::steady_clock::time_point start;
+    ~Spend() {
+      if (left) *left -= std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  } spend{seconds_left, start};
   try {
     const kernels::Registry& reg = kernels::default_registry();
     const kernels::KernelDef* any = reg.find(n.domain, n.op_type, n.opset, DType::kUndefined);
@@ -100,7 +120,7 @@ bool fold_static_shape(PassContext& ctx, const ir::Node& n, std::vector<Value>& 
   DType dt = ctx.dtype(n.inputs[0]);
   if (dt == DType::kUndefined || dt == DType::kString) dt = DType::kFloat;
   Tensor fake = Tensor::view(dt, ir::shape_dims(*s), nullptr, nullptr);
-  return evaluate(n, {&fake}, ctx.options(), out);
+  return evaluate(n, {&fake}, ctx.options(), ctx.fold_seconds_left(), out);
 }
 
 /// Gather(Shape(x), idx) where idx is constant and the dims it picks are known.
@@ -130,7 +150,7 @@ bool fold_shape_gather(PassContext& ctx, const ir::Node& n, std::vector<Value>& 
   for (int64_t k = 0; k < len; ++k)
     shape_value.data<int64_t>()[k] = std::max<int64_t>((*s)[start + k].value, 0);
   const Tensor* ind = ctx.constant(n.inputs[1]);
-  return evaluate(n, {&shape_value, ind}, ctx.options(), out);
+  return evaluate(n, {&shape_value, ind}, ctx.options(), ctx.fold_seconds_left(), out);
 }
 
 }  // namespace
@@ -178,7 +198,7 @@ int64_t fold_constants(PassContext& ctx) {
         in.push_back(t);
       }
       if (!all_const) continue;
-      folded = evaluate(n, in, ctx.options(), out);
+      folded = evaluate(n, in, ctx.options(), ctx.fold_seconds_left(), out);
     }
     if (!folded) continue;
     const std::vector<std::string> outputs = n.outputs;

@@ -81,6 +81,7 @@ OptimizeReport optimize_graph(ir::Graph& g, const OptimizeOptions& opts) {
   // committing it for each of the ~30 pass runs was half the optimizer's time on small
   // models, which matters in WebAssembly's baseline code at cold start).
   std::optional<PassContext> ctx;
+  double fold_left = opts.fold_max_seconds;
   auto commit = [&] {
     for (const auto& [op, count] : ctx->commit()) created[op] += count;
     ctx.reset();
@@ -91,7 +92,10 @@ OptimizeReport optimize_graph(ir::Graph& g, const OptimizeOptions& opts) {
       PassStats& s = r.passes[i];
       const int64_t before = static_cast<int64_t>(g.nodes.size());
       if (s.runs == 0) s.nodes_before = before;
-      if (!ctx) ctx.emplace(g, opts, types);
+      if (!ctx) {
+        ctx.emplace(g, opts, types);
+        if (opts.fold_max_seconds > 0) ctx->set_fold_seconds_left(&fold_left);
+      }
       const int64_t n = passes[i]->fn(*ctx);
       if (n > 0 || ctx->edited()) commit();
       ++s.runs;

@@ -26,6 +26,10 @@ struct OptimizeOptions {
   bool fused_ops = true;
   /// Largest tensor constant folding may create; a bigger result stays a node.
   uint64_t fold_max_bytes = uint64_t{64} << 20;
+  /// Seconds constant folding may take over the whole optimization (0: no limit). A node
+  /// still computing when they are spent is stopped inside its kernel (base/cancel.h)
+  /// and stays a node; later candidates are not tried.
+  double fold_max_seconds = 2.0;
   /// Constant folding and pattern checks run kernels on reference paths only.
   bool reference_kernels = false;
   /// With fused ops: run the depthwise-separable parts of CNNs channels last

@@ -33,6 +33,10 @@ class PassContext {
 
   ir::Graph& graph() { return g_; }
   const OptimizeOptions& options() const { return opts_; }
+  /// Seconds of constant folding left to the whole optimization (shared by its rounds;
+  /// null: no limit). See OptimizeOptions::fold_max_seconds.
+  double* fold_seconds_left() const { return fold_left_; }
+  void set_fold_seconds_left(double* left) { fold_left_ = left; }
   /// True when the ai.onyx fused ops may be created (level kAll with fused_ops).
   bool fused_allowed() const { return opts_.level == GraphOptimization::kAll && opts_.fused_ops; }
 
@@ -119,6 +123,7 @@ class PassContext {
 
   ir::Graph& g_;
   const OptimizeOptions& opts_;
+  double* fold_left_ = nullptr;
   std::vector<bool> removed_;
   std::unordered_map<std::string, int> producer_;
   std::unordered_map<std::string, std::vector<Use>> uses_;

@@ -4,6 +4,7 @@
 #include <queue>
 #include <set>
 
+#include "base/cancel.h"
 #include "base/error.h"
 #include "runtime/executor.h"
 #include "runtime/plan.h"
@@ -242,8 +243,32 @@ void plan_concat_in_place(CompiledGraph& cg) {
   }
 }
 
+/// While a node is folded: its kernels see a deadline at the folding time still left
+/// (PlanOptions::fold_max_seconds, spent by all the folds of the session together), and
+/// the time taken is subtracted when it ends. Throws kCancelled at once when none is left.
+class FoldClock {
+ public:
+  FoldClock(const PlanOptions& opts, double& left) : left_(left), scope_(opts.fold_max_seconds > 0 ? &token_ : nullptr) {
+    token_.what = "constant folding took longer than PlanOptions::fold_max_seconds";
+    token_.has_deadline = true;
+    token_.deadline = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   std::chrono::duration<double>(std::max(0.0, left)));
+    if (opts.fold_max_seconds > 0) poll_cancel();
+  }
+  ~FoldClock() { left_ -= std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  FoldClock(const FoldClock&) = delete;
+  FoldClock& operator=(const FoldClock&) = delete;
+
+ private:
+  double& left_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  CancelToken token_;
+  CancelScope scope_;
+};
+
 std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const PlanOptions& opts,
-                                       shape::SymbolGen& syms, uint64_t& folded_bytes) {
+                                       shape::SymbolGen& syms, uint64_t& folded_bytes,
+                                       double& fold_seconds_left) {
   auto cg = std::make_unique<CompiledGraph>();
   cg->graph = &g;
   Scope scope{cg.get(), parent, nullptr};
@@ -297,7 +322,7 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
     std::vector<int> implicit;
     scope.implicit_uses = &implicit;
     for (const auto& a : node.attrs) {
-      if (a.g) step.subgraphs[a.name] = compile(*a.g, &scope, opts, syms, folded_bytes);
+      if (a.g) step.subgraphs[a.name] = compile(*a.g, &scope, opts, syms, folded_bytes, fold_seconds_left);
       if (!a.graphs.empty())
         fail_unsupported("{}: attribute '{}' holds a list of graphs, which no op of this "
                          "opset uses", node.describe(), a.name);
@@ -378,11 +403,15 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
       RunContext fold_run(fold_limits, nullptr);
       step.folded = true;
       try {
+        // Folding shares one deadline (PlanOptions::fold_max_seconds): a node whose
+        // computation passes it is stopped inside its kernel and left to the runs, where
+        // RunOptions::terminate can end it. A hostile model cannot make creation hang.
+        FoldClock clock(opts, fold_seconds_left);
         run_step(*cg, step, in, out, nullptr, nullptr, fold_run);
         folded_bytes += fold_run.live_bytes();  // what the outputs hold, kept by the session
       } catch (const Error& e) {
-        if (e.code() != ErrorCode::kLimit) throw;
-        step.folded = false;  // too big to keep in the session: every run computes it
+        if (e.code() != ErrorCode::kLimit && e.code() != ErrorCode::kCancelled) throw;
+        step.folded = false;  // too big or too long to compute now: every run computes it
       }
       for (size_t i = 0; step.folded && i < step.out.size(); ++i) {
         if (step.out[i] < 0) continue;
@@ -438,7 +467,8 @@ std::unique_ptr<CompiledGraph> compile(const ir::Graph& g, Scope* parent, const 
 std::unique_ptr<CompiledGraph> compile_graph(const ir::Graph& g, const PlanOptions& opts) {
   shape::SymbolGen syms;
   uint64_t folded_bytes = 0;
-  return compile(g, nullptr, opts, syms, folded_bytes);
+  double fold_seconds_left = opts.fold_max_seconds;
+  return compile(g, nullptr, opts, syms, folded_bytes, fold_seconds_left);
 }
 
 }  // namespace onyx::runtime

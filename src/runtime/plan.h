@@ -82,6 +82,12 @@ struct PlanOptions {
   /// once they are spent, later nodes are computed by each run instead. Without it a
   /// chain of 40 nodes, each folding to 64 MiB, would keep 2.5 GiB in the session.
   uint64_t fold_total_bytes = uint64_t{256} << 20;
+  /// Seconds that folding may take in all (0: no limit). The kernels poll the deadline
+  /// (base/cancel.h); a node still computing when it passes stays in the graph and runs
+  /// each time, under the run's RunOptions::terminate. Without it a 16 KiB model of a
+  /// few constant nodes (a 2896^2 double MatMul, a convolution with a 1024x1024 kernel)
+  /// kept session creation busy for minutes.
+  double fold_max_seconds = 2.0;
 };
 
 /// Ops whose outputs are not a function of their inputs alone (random ops) or whose

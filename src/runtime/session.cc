@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "base/cancel.h"
 #include "base/error.h"
 #include "format/loader.h"
 #include "opt/optimize.h"
@@ -263,6 +264,12 @@ std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>
     sig.insert(sig.end(), v->tensor().dims().begin(), v->tensor().dims().end());
   }
   runtime::RunContext run(impl_->options, &options, impl_->planner.get(), std::move(sig));
+  // The kernels poll the terminate flag inside long nodes too (base/cancel.h); the pool
+  // carries it into its workers.
+  CancelToken cancel;
+  cancel.flag = &options.terminate;
+  cancel.what = "run terminated (RunOptions::terminate)";
+  CancelScope cancel_scope(&cancel);
   std::vector<Value> result;
   {
     runtime::Frame f;

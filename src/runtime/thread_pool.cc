@@ -163,8 +163,12 @@ bool ThreadPool::claim(Job& job, bool from_back, int64_t& b, int64_t& e) {
 
 void ThreadPool::run_chunks(Job& job, bool from_back, std::exception_ptr& err) {
   int64_t b, e;
+  // The caller's cancel token (RunOptions::terminate, a folding deadline) holds in the
+  // workers that help it; each chunk starts with a poll.
+  CancelScope scope(job.cancel);
   while (claim(job, from_back, b, e)) {
     try {
+      poll_cancel();
       (*job.fn)(b, e);
     } catch (...) {
       if (!err) err = std::current_exception();
@@ -232,6 +236,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
   Job job;
   job.fn = &fn;
+  job.cancel = current_cancel();
   job.n = n;
   job.chunk = std::max<int64_t>(1, n / (4 * size()));
   const int64_t chunks = (n + job.chunk - 1) / job.chunk;  // < 8 * size() + 1

@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/cancel.h"
+
 namespace onyx {
 
 class ThreadPool {
@@ -61,6 +63,7 @@ class ThreadPool {
     std::atomic<uint64_t> span{0};
     std::atomic<int> helpers{0};   ///< workers that joined and have not left
     std::exception_ptr error;      ///< guarded by mu_ until helpers is 0
+    const CancelToken* cancel = nullptr;  ///< the caller's token, installed in its helpers
   };
   /// Claims the next chunk from the front (the caller) or the back (a worker); false when
   /// none is left. The thread that claims the last chunk takes the job off the queue.

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/cancel.h"
 #include "runtime/thread_pool.h"
 #include "simd/depthwise.h"
 #include "simd/transpose.h"
@@ -137,7 +138,9 @@ HWY_INLINE void DwFlatImpl(const float* src, const int64_t* offs, const float* w
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const V vb = hn::Set(d, bias);
   int64_t k = 0;
+  CancelPoll poll;  // base/cancel.h: a hostile window can hold a million taps
   for (; k + 4 * L <= n; k += 4 * L) {
+    poll(4 * L * taps_rt);
     V a0, a1, a2, a3;
     tp.Sum4(src + k, vb, a0, a1, a2, a3);
     tp.Store4(a0, a1, a2, a3, z ? z + k : nullptr, a, out + k);
@@ -182,7 +185,9 @@ HWY_INLINE void DwRowsImpl(const float* src, int64_t src_step, const int64_t* of
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const V vb = hn::Set(d, bias);
   const int64_t whole = (ow + L - 1) / L * L;
+  CancelPoll poll;
   for (int64_t r = 0; r < nrows; ++r) {
+    poll(ow * taps_rt);
     const float* sr = src + r * src_step;
     const float* zr = z ? z + r * ow : nullptr;
     float* yr = y + r * ow;
@@ -501,6 +506,7 @@ void DwBlocked(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt, co
     const float* w = wt + cb * taps * L;
     const V vb = hn::LoadU(d, bt + cb * L);
     for (int64_t oy = oy0; oy < oy1; ++oy) {
+      poll_cancel();
       const float* base = ibuf + (oy - oy0) * g.sh * iwp * L;
       const bool unit = g.dh == 1 && g.dw == 1;
       if (unit && g.kh == 3 && g.kw == 3 && g.sw == 1)
@@ -678,6 +684,7 @@ void DwBlockedNhwc(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt
     const int64_t rb = t % g.rblocks, n = t / g.rblocks;
     const int64_t oy0 = rb * g.rows_per, oy1 = std::min(g.oh, oy0 + g.rows_per);
     for (int64_t oy = oy0; oy < oy1; ++oy) {
+      poll_cancel();
       for (int64_t ky = 0; ky < g.kh; ++ky) {
         const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
         rp[ky] = iy < 0 || iy >= g.ih ? zeros : a.x + (n * g.ih + iy) * g.iw * C;

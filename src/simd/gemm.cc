@@ -41,6 +41,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/cancel.h"
+
 #include "onyx/error.h"
 #include "runtime/thread_pool.h"
 
@@ -444,6 +446,7 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t q0, int64_t q1
   for (int64_t jc = q0; jc < q1; jc += nc) {
     const int64_t je = std::min(q1, jc + nc);
     for (int64_t pc = 0; pc < g.K; pc += KC) {
+      poll_cancel();  // base/cancel.h: a hostile shape can make one GEMM take hours
       const int64_t kc = std::min(KC, g.K - pc);
       const bool first = pc == 0, last = pc + kc == g.K;
       for (int64_t ic = m0; ic < m1; ic += kMC) {
@@ -504,6 +507,7 @@ void SmallRows(const GemmArgs& g, const float* a, int64_t lda, int64_t q0, int64
     bbuf.resize(static_cast<size_t>(g.K * NR) * P);
     for (; q < q1; q += static_cast<int64_t>(P)) {
       const int64_t panels = std::min<int64_t>(static_cast<int64_t>(P), q1 - q);
+      poll_cancel();
       for (int64_t k = 0; k < panels; ++k)
         CopyPanel(g, 0, g.K, (q + k) * NR, std::min(NR, g.N - (q + k) * NR),
                   bbuf.data() + k * g.K * NR);
@@ -519,8 +523,10 @@ void SmallRows(const GemmArgs& g, const float* a, int64_t lda, int64_t q0, int64
   const int64_t b_step = g.b_packed ? NR : g.ldb, panel_step = g.b_packed ? g.K * NR : NR;
   // In place, only whole panels may be loaded where they lie.
   const int64_t whole = g.b_packed ? q1 : std::min(q1, g.N / NR);
-  for (; q + static_cast<int64_t>(P) <= whole; q += static_cast<int64_t>(P))
+  for (; q + static_cast<int64_t>(P) <= whole; q += static_cast<int64_t>(P)) {
+    poll_cancel();
     Tile<R, P, false>(g, kc, a, lda, g.B + q * panel_step, b_step, panel_step, pos(q, P));
+  }
   for (; q < whole; ++q)
     Tile<R, 1, false>(g, kc, a, lda, g.B + q * panel_step, b_step, 0, pos(q, 1));
   if (q < q1) {  // in place: the last, partial panel through a copy

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/cancel.h"
 #include "simd/gemm_conv.h"
 #include "simd/tier.h"
 
@@ -302,6 +303,7 @@ void GemmLayout(const ConvGemmArgs& g) {
   for (int64_t ic = g.m0; ic < g.m1; ic += kMC) {
     const int64_t mc = std::min(kMC, g.m1 - ic);
     for (int64_t pc = 0; pc < g.K; pc += kcb) {
+      poll_cancel();  // base/cancel.h
       const int64_t kc = std::min(kcb, g.K - pc);
       const bool last = pc + kc == g.K;
       const bool acc = g.accumulate || pc > 0;

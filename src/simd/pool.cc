@@ -18,6 +18,8 @@
 #include <cmath>
 #include <vector>
 
+#include "base/cancel.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace onyx::simd {
 namespace HWY_NAMESPACE {
@@ -153,6 +155,7 @@ void fold_rows(const PoolGeom& g, const float* rows, float* y, const float* row_
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const VF init = kMax ? hn::Set(d, -HUGE_VALF) : hn::Zero(d);
   for (int64_t oy = 0; oy < g.oh; ++oy) {
+    poll_cancel();  // a row can hold a 2048-tap window per output
     int64_t base, t0, t1;
     window_rows(g, oy, base, t0, t1);
     float* yr = y + oy * g.ow;
@@ -182,8 +185,10 @@ void fold_rows(const PoolGeom& g, const float* rows, float* y, const float* row_
 template <bool kMax>
 void pool_plane_impl(const PoolGeom& g, const float* x, float* y, float* rows,
                      const float* row_scale, const float* col_scale) {
-  for (int64_t iy = 0; iy < g.ih; ++iy)
+  for (int64_t iy = 0; iy < g.ih; ++iy) {
+    poll_cancel();
     pool_row_impl<kMax>(x + iy * g.iw, g.iw, rows + iy * g.ow, g.ow, g.kw, g.sw, g.pw, g.dw);
+  }
   fold_rows<kMax>(g, rows, y, row_scale, col_scale);
 }
 
@@ -206,6 +211,7 @@ void max_plane_padded(const PoolGeom& g, const float* x, float* y, float* rows, 
     std::fill(line + l * line_len, line + (l + 1) * line_len, -HUGE_VALF);
   for (int64_t iy0 = 0; iy0 < g.ih; iy0 += kPoolLines) {
     const int64_t n = std::min(kPoolLines, g.ih - iy0);
+    poll_cancel();
     for (int64_t l = 0; l < n; ++l)
       std::copy(x + (iy0 + l) * g.iw, x + (iy0 + l + 1) * g.iw, line + l * line_len + g.pw);
     for (int64_t l = 0; l < n; ++l) {
@@ -216,6 +222,7 @@ void max_plane_padded(const PoolGeom& g, const float* x, float* y, float* rows, 
     }
   }
   for (int64_t oy = 0; oy < g.oh; ++oy) {
+    poll_cancel();
     int64_t base, t0, t1;
     window_rows(g, oy, base, t0, t1);
     float* yr = y + oy * g.ow;
@@ -255,6 +262,7 @@ bool pool_plane_rows_first(const PoolGeom& g, const float* x, float* y, float* l
   const auto tail = hn::FirstN(d, static_cast<size_t>(g.iw - full));
   for (int64_t oy0 = 0; oy0 < g.oh; oy0 += kPoolLines) {
     const int64_t n = std::min(kPoolLines, g.oh - oy0);
+    poll_cancel();
     // kPoolLines lines are folded before the first of them is read along the width (a
     // load across two stores still in the store buffer waits for them).
     for (int64_t l = 0; l < n; ++l) {

@@ -271,5 +271,103 @@ TEST(SessionTerminate, AnotherThreadStopsALongRun) {
             (std::vector<float>{3}));
 }
 
+// ---- terminate inside one node, and folding that cannot hang creation ----
+
+/// Nodes making `name`, a tensor of `dims` filled with `value` (a one-element tensor).
+std::vector<NodeSpec> filled(const std::string& name, const std::vector<int64_t>& dims, TensorSpec value) {
+  value.name = name + "_value";
+  return {NodeSpec("Constant", {}, {name + "_shape"},
+                   {AttrSpec::Tensor("value", TensorSpec::int64s(name + "_dims", {static_cast<int64_t>(dims.size())}, dims))}),
+          NodeSpec("ConstantOfShape", {name + "_shape"}, {name}, {AttrSpec::Tensor("value", value)})};
+}
+
+TensorSpec one_double(double v) {
+  return TensorSpec::raw_of("v", kDouble, {1}, std::string(reinterpret_cast<const char*>(&v), sizeof v));
+}
+
+/// Runs `s` on `feeds` with RunOptions::terminate set after 100 ms from another thread;
+/// returns the seconds the run took and what it threw.
+std::pair<double, Caught> run_stopped(Session& s, const std::vector<std::pair<std::string, Value>>& feeds) {
+  RunOptions ro;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ro.terminate = true;
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  Caught c = catch_error([&] { s.run(feeds, ro); });
+  const double took = seconds_since(t0);
+  stopper.join();
+  return {took, c};
+}
+
+// Each node below asks for 10^10 to 10^11 operations within the memory limits (minutes to
+// hours on one thread); the kernels poll the terminate flag inside the node, so the run
+// ends within a fraction of a second of the flag. Before, each ran to its end.
+TEST(SessionTerminate, StopsInsideOneLongNode) {
+  struct Case {
+    const char* what;
+    GraphSpec g;
+    std::vector<std::pair<std::string, Value>> feeds;
+    ValueInfoSpec out;
+  };
+  std::vector<Case> cases;
+  auto zeros = [](DType dt, const Dims& d) { return Value(Tensor(dt, d)); };
+  {  // one channel, a 512x512 kernel over 1024x1024: the depthwise kernel, 6.9e10 taps
+    Case c{"float Conv, depthwise path", {}, {{"x", zeros(DType::kFloat, {1, 1, 1024, 1024})}}, tensor_info("y", kFloat, {1, 1, 513, 513})};
+    c.g.inputs = {tensor_info("x", kFloat, {1, 1, 1024, 1024})};
+    c.g.nodes = filled("w", {1, 1, 512, 512}, TensorSpec::floats("v", {1}, {0.5f}));
+    c.g.nodes.push_back(NodeSpec("Conv", {"x", "w"}, {"y"}));
+    cases.push_back(std::move(c));
+  }
+  {  // 64 -> 64 channels, 31x31 kernel at 256x256: im2col + GEMM, 2e11 multiply-adds
+    Case c{"float Conv, GEMM path", {}, {{"x", zeros(DType::kFloat, {1, 64, 256, 256})}}, tensor_info("y", kFloat, {1, 64, 226, 226})};
+    c.g.inputs = {tensor_info("x", kFloat, {1, 64, 256, 256})};
+    c.g.nodes = filled("w", {64, 64, 31, 31}, TensorSpec::floats("v", {1}, {0.5f}));
+    c.g.nodes.push_back(NodeSpec("Conv", {"x", "w"}, {"y"}));
+    cases.push_back(std::move(c));
+  }
+  {  // the reference kernel (double): 4.3e9 taps
+    Case c{"double Conv, reference kernel", {}, {{"x", zeros(DType::kDouble, {1, 1, 512, 512})}}, tensor_info("y", kDouble, {1, 1, 257, 257})};
+    c.g.inputs = {tensor_info("x", kDouble, {1, 1, 512, 512})};
+    c.g.nodes = filled("w", {1, 1, 256, 256}, one_double(0.5));
+    c.g.nodes.push_back(NodeSpec("Conv", {"x", "w"}, {"y"}));
+    cases.push_back(std::move(c));
+  }
+  {  // a naive DFT of 65536 points: 4.3e9 complex multiply-adds
+    Case c{"DFT", {}, {{"x", zeros(DType::kFloat, {1, 65536, 1})}}, tensor_info("y", kFloat, {1, 65536, 2})};
+    c.g.inputs = {tensor_info("x", kFloat, {1, 65536, 1})};
+    c.g.nodes = {NodeSpec("DFT", {"x"}, {"y"})};
+    cases.push_back(std::move(c));
+  }
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    c.g.outputs = {c.out};
+    auto s = session_of(ModelSpec(c.g));
+    auto [took, caught] = run_stopped(*s, c.feeds);
+    ASSERT_TRUE(caught.is_error()) << c.what << " finished in " << took << " s";
+    EXPECT_EQ(code_name(caught.code), std::string("kCancelled")) << caught.message;
+    EXPECT_NE(caught.message.find("RunOptions::terminate"), std::string::npos) << caught.message;
+    EXPECT_LT(took, 1.5) << caught.message;
+  }
+}
+
+// The same depthwise Conv on constant operands: folding it at creation would take
+// minutes. Folding stops at its time budget (2 s in the optimizer, 2 s in the planner)
+// and leaves the node to the runs, where terminate ends it.
+TEST(SessionTerminate, ConstantFoldingCannotHangCreation) {
+  GraphSpec g;
+  g.nodes = filled("x", {1, 1, 1024, 1024}, TensorSpec::floats("v", {1}, {1.0f}));
+  for (auto& n : filled("w", {1, 1, 512, 512}, TensorSpec::floats("v", {1}, {0.5f}))) g.nodes.push_back(n);
+  g.nodes.push_back(NodeSpec("Conv", {"x", "w"}, {"y"}));
+  g.outputs = {tensor_info("y", kFloat, {1, 1, 513, 513})};
+  auto t0 = std::chrono::steady_clock::now();
+  auto s = session_of(ModelSpec(g));
+  EXPECT_LT(seconds_since(t0), 8.0);
+  auto [took, caught] = run_stopped(*s, {});
+  ASSERT_TRUE(caught.is_error()) << "finished in " << took << " s";
+  EXPECT_EQ(code_name(caught.code), std::string("kCancelled")) << caught.message;
+  EXPECT_LT(took, 1.5) << caught.message;
+}
+
 }  // namespace
 }  // namespace onyx::test

@@ -58,10 +58,19 @@ void conv_parallel(ThreadPool* pool, int64_t n, double work,
                    const std::function<void(int64_t, int64_t)>& fn) {
   // Below about a million multiply-adds (tens of microseconds) waking the workers costs
   // more than it saves.
-  if (pool && pool->size() > 1 && n > 1 && work >= double(1 << 20))
+  if (pool && pool->size() > 1 && n > 1 && work >= double(1 << 20)) {
     pool->parallel_for(n, fn);
-  else
+  } else if (n > 1 && work >= double(1 << 28)) {
+    // A quarter of a second or more on one thread: in up to 64 parts, polling the run's
+    // terminate flag between them (base/cancel.h) as the pool does between its chunks.
+    const int64_t parts = std::min<int64_t>(n, 64), per = (n + parts - 1) / parts;
+    for (int64_t b = 0; b < n; b += per) {
+      poll_cancel();
+      fn(b, std::min(n, b + per));
+    }
+  } else {
     fn(0, n);
+  }
 }
 
 namespace {

@@ -120,6 +120,7 @@ void conv_direct(const ConvShape& s, const float* w, const float* packed, const 
       const ConvA a = group_a(s, w, packed, gi, K);
       float* yg = io.y + (n * s.maps + gi * s.mg) * OS;
       for (int64_t oy = oy0; oy < oy1; ++oy) {
+        poll_cancel();
         const simd::Epilogue ep = rows_epilogue(io, s, n, gi, m0, oy * OW, OS);
         const simd::BMatrix b{simd::BMatrix::Layout::kOffsets,
                               buf.data() + (oy - oy0) * sh * pad.rs, 0, offs.data()};

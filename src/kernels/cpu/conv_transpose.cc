@@ -183,6 +183,7 @@ void ConvTransposeKernel::run(KernelContext& ctx) const {
         std::fill(yg + m * OS, yg + (m + 1) * OS, bias ? bias[gi * mg + m] : 0.0f);
       const float* wg = wt + gi * mg * ks * cg;
       for (int64_t j0 = 0; j0 < IS; j0 += nt) {
+        poll_cancel();
         const int64_t cols = std::min(nt, IS - j0);
         gemm_rows_in_place(cg, ConvA{wg, cg, nullptr, 0}, c0 * ks, c1 * ks, xg + j0, IS, cols,
                            col.data(), cols,

@@ -378,7 +378,9 @@ class RecurrentKernel final : public Kernel {
     if (per_dir > 1) p.g = act[1];
     if (per_dir > 2) p.h = act[2];
 
+    CancelPoll poll;  // base/cancel.h
     for (int64_t step = 0; step < steps; ++step) {
+      poll(mc * rw * H);
       product(mc, rw, H, h.data(), Hp, R, hr.data(), rw);
       for (int64_t b = b0; b < b1; ++b) {
         const int64_t len = lens[static_cast<size_t>(b)], k = b - b0;

@@ -96,12 +96,14 @@ void conv_direct(const WindowGeom& g, int64_t batch, int64_t channels, int64_t m
   const int64_t cg = channels / group, mg = maps / group;
   std::vector<int64_t> koffs = kernel_offsets(g);
   std::vector<int64_t> base(g.nsp);
+  CancelPoll poll;
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t m = 0; m < maps; ++m) {
       const int64_t grp = m / mg;
       std::vector<int64_t> o(g.nsp, 0);
       int64_t oflat = 0;
       do {
+        poll(g.kernel_size * cg);
         for (size_t d = 0; d < g.nsp; ++d) base[d] = o[d] * g.strides[d] - g.pad_begin[d];
         A sum = A(0);
         for (int64_t k = 0; k < g.kernel_size; ++k) {
@@ -167,12 +169,14 @@ void conv_transpose_reference(const WindowGeom& g, int64_t batch, int64_t channe
   std::vector<double> acc(static_cast<size_t>(batch * maps * g.out_size), 0.0);
   std::vector<int64_t> koffs = kernel_offsets(g);
   std::vector<int64_t> base(g.nsp);
+  CancelPoll poll;
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t c = 0; c < channels; ++c) {
       const int64_t grp = c / cg;
       std::vector<int64_t> i(g.nsp, 0);
       int64_t iflat = 0;
       do {
+        poll(g.kernel_size * mg);
         double xv = static_cast<double>(static_cast<acc_t<T>>(xp[(n * channels + c) * g.in_size + iflat]));
         for (size_t d = 0; d < g.nsp; ++d) base[d] = i[d] * g.strides[d] - g.pad_begin[d];
         for (int64_t k = 0; k < g.kernel_size; ++k) {
@@ -406,10 +410,12 @@ void deform_conv_typed(KernelContext& ctx) {
   // Sampled values per (input channel, kernel index) for one output position.
   std::vector<double> cols(static_cast<size_t>(channels * g.kernel_size));
   const int64_t corners = int64_t(1) << nsp;
+  CancelPoll poll;
   for (int64_t n = 0; n < batch; ++n) {
     std::vector<int64_t> o(nsp, 0);
     int64_t oflat = 0;
     do {
+      poll(g.kernel_size * (channels * corners + maps * cg));
       for (int64_t og = 0; og < offset_group; ++og) {
         for (int64_t k = 0; k < g.kernel_size; ++k) {
           for (size_t d = 0; d < nsp; ++d) {
@@ -521,6 +527,7 @@ void col2im_typed(KernelContext& ctx) {
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t k = 0; k < g.kernel_size; ++k) {
+        poll_cancel();
         const T* row = xp + ((n * channels + c) * g.kernel_size + k) * g.out_size;
         std::vector<int64_t> l(nsp, 0);
         int64_t lflat = 0;

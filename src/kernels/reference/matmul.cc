@@ -32,7 +32,9 @@ void gemm_plain(int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const 
                 T* C, int64_t ldc) {
   using W = mm_acc_t<T>;
   std::vector<W> row(static_cast<size_t>(N));
+  CancelPoll poll;
   for (int64_t i = 0; i < M; ++i) {
+    poll(K * N);
     std::fill(row.begin(), row.end(), W(0));
     for (int64_t k = 0; k < K; ++k) {
       const W a = static_cast<W>(A[i * lda + k]);
@@ -97,6 +99,7 @@ void matmul_gemm_f32(int64_t M, int64_t N, int64_t K, const float* A, int64_t ld
   for (int64_t j0 = 0; j0 < N; j0 += kNc) {
     const int64_t nb = std::min(kNc, N - j0);
     for (int64_t k0 = 0; k0 < K; k0 += kKc) {
+      poll_cancel();
       const int64_t kb = std::min(kKc, K - k0);
       int64_t i = 0;
       for (; i + 4 <= M; i += 4) {
@@ -374,6 +377,7 @@ std::vector<int32_t> int_matmul(const MatMulPlan& p, const std::vector<int32_t>&
     const int32_t* bp = b.data() + p.b_batch[t] * p.K * p.N;
     int32_t* yp = y.data() + static_cast<int64_t>(t) * p.M * p.N;
     for (int64_t i = 0; i < p.M; ++i) {
+      poll_cancel();
       std::fill(row.begin(), row.end(), 0u);
       for (int64_t k = 0; k < p.K; ++k) {
         uint32_t av = static_cast<uint32_t>(ap[i * p.K + k]);

@@ -155,7 +155,9 @@ void walk(const std::vector<int64_t>& sizes, const std::vector<std::vector<int64
   for (int64_t s : sizes)
     total = checked_mul(total, s, "the Einsum index space (the product of every label's extent)");
   std::vector<int64_t> idx(r, 0), off(ns, 0);
+  CancelPoll poll;
   for (int64_t step = 0; step < total; ++step) {
+    poll(static_cast<int64_t>(ns));
     f(step, off);
     for (size_t a = r; a-- > 0;) {
       for (size_t i = 0; i < ns; ++i) off[i] += strides[i][a];

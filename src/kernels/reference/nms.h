@@ -8,6 +8,7 @@
 #include <numeric>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/error.h"
 #include "onyx/tensor.h"
 
@@ -109,7 +110,9 @@ inline std::vector<NmsPick> nms_select(const Tensor& boxes, const Tensor& scores
       std::stable_sort(order.begin(), order.end(),
                        [&](int64_t i, int64_t j) { return sp[i] > sp[j]; });
       kept.clear();
+      CancelPoll poll;  // base/cancel.h: n boxes that all survive compare n^2 / 2 pairs
       for (int64_t i : order) {
+        poll(static_cast<int64_t>(kept.size()));
         if (static_cast<int64_t>(kept.size()) >= p.max_per_class) break;
         bool suppressed = false;
         for (int64_t j : kept)

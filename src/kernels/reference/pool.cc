@@ -67,7 +67,7 @@ std::pair<int64_t, int64_t> taps_in(int64_t base, int64_t step, int64_t n, int64
   return {k0, k1};
 }
 
-Windows build_windows(const WindowGeom& g) {
+Windows build_windows(const KernelContext& ctx, const WindowGeom& g) {
   // Per axis and output index, the kernel taps that fall inside the input, and how many
   // fall inside input + pads: the windows are their products. Walking these ranges, not
   // every tap, keeps the work to the positions read even when kernel_shape (an attribute,
@@ -85,7 +85,23 @@ Windows build_windows(const WindowGeom& g) {
       padded[d].push_back(p1 - p0);
     }
   }
+  // The windows are products of per-axis ranges, so the taps they list add up to the
+  // product of each axis' sum. Listing more than kMaxTaps (1 GiB of offsets) is refused
+  // before it starts: a 2048x2048 window slid over a 4096x4096 image lists 1.8e13.
+  constexpr int64_t kMaxTaps = int64_t{1} << 27;
+  int64_t taps = 1;
+  for (size_t d = 0; d < nsp; ++d) {
+    int64_t sum = 0;
+    for (int64_t c : count[d]) sum += c;
+    if (sum > 0 && taps > kMaxTaps / sum)
+      ctx.fail("its windows read more than {} input positions in all (kernel_shape {} over {}), "
+               "more than this kernel handles",
+               kMaxTaps, dims_str(g.kernel), dims_str(g.in));
+    taps *= sum;
+  }
   Windows w;
+  w.flat.reserve(static_cast<size_t>(taps));
+  CancelPoll poll;
   std::vector<int64_t> o(nsp, 0), t(nsp, 0), tn(nsp, 0);
   w.start.reserve(static_cast<size_t>(g.out_size) + 1);
   w.padded.reserve(static_cast<size_t>(g.out_size));
@@ -100,6 +116,7 @@ Windows build_windows(const WindowGeom& g) {
       t[d] = 0;
     }
     w.padded.push_back(pad_count);
+    poll(1);
     if (any) {
       do {  // the taps inside the input, row-major as the kernel is numbered
         int64_t f = 0;
@@ -135,10 +152,12 @@ void max_pool_typed(KernelContext& ctx) {
   T* yp = y.data<T>();
   int64_t* ip = ind ? ind->data<int64_t>() : nullptr;
   using A = acc_t<T>;
-  Windows win = build_windows(g);
+  Windows win = build_windows(ctx, g);
+  CancelPoll poll;
   for (int64_t pl = 0; pl < planes; ++pl) {
     const T* xs = xp + pl * g.in_size;
     for (int64_t o = 0; o < g.out_size; ++o) {
+      poll(win.start[o + 1] - win.start[o]);
       A best = std::numeric_limits<A>::lowest();
       int64_t at = -1;
       for (int64_t k = win.start[o]; k < win.start[o + 1]; ++k) {
@@ -187,10 +206,12 @@ void average_pool_typed(KernelContext& ctx) {
   const int64_t planes = x.dim(0) * x.dim(1);
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
-  Windows win = build_windows(g);
+  Windows win = build_windows(ctx, g);
+  CancelPoll poll;
   for (int64_t pl = 0; pl < planes; ++pl) {
     const T* xs = xp + pl * g.in_size;
     for (int64_t o = 0; o < g.out_size; ++o) {
+      poll(win.start[o + 1] - win.start[o]);
       double sum = 0;
       for (int64_t k = win.start[o]; k < win.start[o + 1]; ++k)
         sum += static_cast<double>(static_cast<acc_t<T>>(xs[win.flat[k]]));
@@ -240,10 +261,12 @@ void lp_pool_typed(KernelContext& ctx) {
   const int64_t planes = x.dim(0) * x.dim(1);
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
-  Windows win = build_windows(g);
+  Windows win = build_windows(ctx, g);
+  CancelPoll poll;
   for (int64_t pl = 0; pl < planes; ++pl) {
     const T* xs = xp + pl * g.in_size;
     for (int64_t o = 0; o < g.out_size; ++o) {
+      poll(win.start[o + 1] - win.start[o]);
       LpAcc acc{p};
       for (int64_t k = win.start[o]; k < win.start[o + 1]; ++k)
         acc.add(static_cast<double>(static_cast<acc_t<T>>(xs[win.flat[k]])));
@@ -270,7 +293,9 @@ void global_pool_typed(KernelContext& ctx, GlobalKind kind) {
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
   double p = kind == GlobalKind::kLp ? read_p(ctx) : 2.0;
+  CancelPoll poll;
   for (int64_t pl = 0; pl < planes; ++pl) {
+    poll(size);
     const T* xs = xp + pl * size;
     if (kind == GlobalKind::kMax) {
       using A = acc_t<T>;

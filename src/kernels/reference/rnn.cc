@@ -228,6 +228,7 @@ void run_recurrent(KernelContext& ctx, Cell cell) {
       std::copy(c0.begin() + so, c0.begin() + so + H, c.begin());
       const int64_t len = lens[static_cast<size_t>(b)];
       for (int64_t step = 0; step < len; ++step) {
+        poll_cancel();
         const int64_t t = reverse ? len - 1 - step : step;
         const double* xt = x_at(t, b);
         for (int64_t g = 0; g < G; ++g) {

@@ -47,7 +47,9 @@ struct Twiddles {
 /// Complex values are interleaved (re, im).
 void dft_line(const Twiddles& tw, int64_t n, const double* in, int64_t n_in, double* out,
               int64_t n_out, double sign) {
+  CancelPoll poll;  // O(n^2): a million points is hours
   for (int64_t k = 0; k < n_out; ++k) {
+    poll(n_in);
     double re = 0, im = 0;
     for (int64_t m = 0; m < n_in; ++m) {
       const size_t idx = static_cast<size_t>((k * m) % n);
