@@ -191,6 +191,17 @@ def main():
                     False, [])
             attempt(case.name, [onyx, "card", path, "-o", os.path.join(work, "card.md")], work, False, [])
 
+        # One node of hours' work within every limit (a 512x512 kernel over a 1024x1024
+        # image, 6.9e10 multiply-adds): --timeout stops it inside the node.
+        long_conv = os.path.join(work, "long_conv.onnx")
+        with open(long_conv, "wb") as f:
+            f.write(model([node("Conv", ["x", "w"], ["y"], "conv")], [value_info("x", FLOAT, [1, 1, 1024, 1024])],
+                          [value_info("y", FLOAT, [1, 1, 513, 513])],
+                          [tensor("w", FLOAT, [1, 1, 512, 512], raw=b"\0" * (4 * 512 * 512))]))
+        attempt("long_conv_timeout", [onyx, "run", long_conv, "--random-inputs", "--timeout", "1", "-o",
+                                      os.path.join(work, "out")], work, True,
+                ["onyx: error:", "'conv'", "RunOptions::terminate", "--timeout 1 s"])
+
         # FIFOs: opening one for reading blocks until a writer comes; nothing may wait.
         fifo = os.path.join(work, "pipe.bin")
         os.mkfifo(fifo)

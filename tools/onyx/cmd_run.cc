@@ -3,9 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "base/error.h"
 #include "format/npy.h"
@@ -32,6 +35,38 @@ struct RunArgs {
   GraphOptimization optimize = GraphOptimization::kAll;
   bool optimize_given = false;
   bool reference = false;
+  double timeout = 0;  ///< seconds; 0: none
+};
+
+/// Sets `ro.terminate` once `seconds` have passed, unless destroyed first (seconds <= 0:
+/// never). The run then ends with kCancelled naming the node it was in.
+class RunTimer {
+ public:
+  RunTimer(double seconds, RunOptions& ro) {
+    if (seconds <= 0) return;
+    thread_ = std::thread([this, seconds, &ro] {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; }))
+        ro.terminate = true;
+    });
+  }
+  ~RunTimer() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  RunTimer(const RunTimer&) = delete;
+  RunTimer& operator=(const RunTimer&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
 };
 
 std::string kind_of(const Value& v) { return v.is_tensor() ? "tensor" : v.is_sequence() ? "sequence" : "none"; }
@@ -72,7 +107,17 @@ int run_run(const RunArgs& a) {
   }
 
   auto t1 = std::chrono::steady_clock::now();
-  std::vector<Value> outs = session->run(feeds.values);
+  std::vector<Value> outs;
+  {
+    RunOptions ro;
+    RunTimer timer(a.timeout, ro);
+    try {
+      outs = session->run(feeds.values, ro);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kCancelled) throw;
+      fail(ErrorCode::kCancelled, "{} (--timeout {} s)", e.what(), a.timeout);
+    }
+  }
   double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
 
   std::error_code ec;
@@ -174,6 +219,10 @@ Action add_run(CLI::App& app) {
       ->check(CLI::IsMember({"npy", "pb"}));
   sub->add_option("--threads", args->threads, "worker threads (default 1)")->transform(integer_in(1, 256));
   add_session_flags(sub, args->session);
+  sub->add_option("--timeout", args->timeout,
+                  "stop the run after this many seconds (default 0: no limit); it ends with an error "
+                  "naming the node it was in, within milliseconds even inside a long node")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--json", args->json, "print a JSON summary instead of text");
   auto* opt = sub->add_option("--optimize", args->optimize, "graph optimization: none, basic or all (default all)")
                   ->transform(CLI::CheckedTransformer(optimize_levels()));
