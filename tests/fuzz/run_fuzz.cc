@@ -5,8 +5,9 @@
 //
 // A watchdog sets RunOptions::terminate after kRunSeconds: a model may legitimately ask
 // for much work within the limits (a large convolution of small tensors), and the flag
-// ends it at the next node. What runs past libFuzzer's -timeout even so is stuck inside
-// one node or in planning: a finding.
+// ends it inside the node (the kernels poll it: base/cancel.h). Constant folding at
+// creation stops at its time budget. What runs past libFuzzer's -timeout even so is a
+// loop that polls nothing: a finding.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
