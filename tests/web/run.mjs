@@ -350,6 +350,74 @@ const tests = {
     await page.context().close();
   },
 
+  // session.startProfiling() / endProfiling(): each run's nodes with their planned op types
+  // and times, through the worker (fast lane and messages), on the page thread and in the
+  // pthreads build; the nodes must be the ones the native CLI's `onyx bench --profile`
+  // plans and times for the same model (the same optimizer and planner), and each run's
+  // node times must fit inside the time its run() took.
+  async profiling() {
+    const model = join(build, 'models/transformer/model.onnx');
+    if (!check(existsSync(model), 'the encoder model is exported', `${model} is missing: run ctest -R models_export in ${build}`)) return;
+    const native = JSON.parse(execFileSync(onyxBin, ['bench', model, '--input', `x=${join(build, 'models/transformer/set_0/x.npy')}`,
+                                                     '--profile', '--json', '--runs', '1', '--min-time', '0', '--warmup', '0'],
+                                           { stdio: ['ignore', 'pipe', 'ignore'] }).toString()).profile.nodes;
+    const want = native.map((n) => `${n.index} ${n.op_type} ${n.name}`).sort();
+    const page = await newPage();
+    await page.goto(`${url}tests/ort_program.html?runtime=onyx`);
+    await page.waitForFunction(() => document.body.dataset.ready === '1');
+    const r = await page.evaluate(async () => {
+      const onyx = await import('/dist/index.mjs');
+      const bytes = new Uint8Array(await (await fetch('/build-models/transformer/model.onnx')).arrayBuffer());
+      const x = new onyx.Tensor('float32', Float32Array.from({ length: 7 * 16 }, (_, i) => Math.sin(i)), [1, 7, 16]);
+      const out = {};
+      for (const [name, threads, proxy] of [['worker', 1, true], ['page thread', 1, false], ['pthreads', 2, true]]) {
+        onyx.env.wasm.numThreads = threads;
+        onyx.env.wasm.proxy = proxy;
+        const s = await onyx.InferenceSession.create(bytes.slice(), { enableProfiling: true });
+        const walls = [];
+        const timed = async () => { const t = performance.now(); await s.run({ x }); walls.push(performance.now() - t); };
+        await timed();
+        const first = await s.endProfiling();  // the run since creation (enableProfiling)
+        s.startProfiling();
+        for (let k = 0; k < 3; ++k) await timed();
+        await Promise.all([s.run({ x }), s.run({ x })]);  // two at once: the second goes by message
+        const p = await s.endProfiling();
+        await s.run({ x });
+        const after = await s.endProfiling();
+        await s.release();
+        let released;
+        try { s.startProfiling(); released = 'no error'; } catch (e) { released = `${e.constructor.name} ${e.code}`; }
+        out[name] = { artifact: s.execution.artifact, first, p, walls, after, released };
+      }
+      return out;
+    });
+    await page.context().close();
+    for (const [name, x] of Object.entries(r)) {
+      const runs = [0, 1, 2, 3, 4].map((k) => x.p.nodes.filter((e) => e.run === k));
+      // The first run of an input signature also runs the nodes whose results later runs of
+      // it reuse (Shape and the arithmetic on it): more nodes, among them every later one.
+      const firstKeys = x.first.nodes.map((e) => `${e.index} ${e.opType} ${e.node}`);
+      check(x.first.runs === 1 && firstKeys.length > want.length && want.every((k) => firstKeys.includes(k)),
+            `profiling (${name}): enableProfiling records the first run, a superset of later runs' nodes`,
+            `${x.first.runs} runs, ${firstKeys.length} nodes`);
+      check(x.p.runs === 5 && runs.every((v) => v.length === want.length), `profiling (${name}): 5 runs, ${want.length} nodes each`,
+            `${x.p.runs} runs: ${runs.map((v) => v.length).join(', ')}`);
+      for (const [k, v] of runs.entries()) {
+        const got = v.map((e) => `${e.index} ${e.opType} ${e.node}`).sort();
+        if (!check(JSON.stringify(got) === JSON.stringify(want), `profiling (${name}) run ${k}: the nodes onyx bench --profile lists`,
+                   `${got.filter((g) => !want.includes(g)).slice(0, 3)} not native; ${want.filter((g) => !got.includes(g)).slice(0, 3)} missing`)) break;
+        const sum = v.reduce((a, e) => a + e.ms, 0);
+        check(v.every((e) => Number.isFinite(e.ms) && e.ms >= 0) && sum > 0 && (k > 2 || sum <= x.walls[k + 1]),
+              `profiling (${name}) run ${k}: node times fit inside the run`, `sum ${sum} ms, run() took ${x.walls[k + 1]} ms`);
+      }
+      check(x.after.runs === 0 && x.after.nodes.length === 0, `profiling (${name}): nothing recorded after endProfiling`, JSON.stringify(x.after).slice(0, 200));
+      check(/^OnyxError Released$/.test(x.released), `profiling (${name}): startProfiling on a released session throws`, x.released);
+    }
+    check(r.pthreads.artifact === 'onyx-web-mt', 'profiling: the pthreads build was used', r.pthreads.artifact);
+    const w = r.worker.p.nodes.filter((e) => e.run === 0).sort((a, b) => b.ms - a.ms)[0];
+    console.log(`  profiling: ${want.length} nodes per run; slowest in the worker ${w.opType} '${w.node}' ${w.ms.toFixed(3)} ms`);
+  },
+
   // External-data weights (options.externalData, onnxruntime-web's shape): the encoder
   // saved by onnx with every initializer in encoder.onnx.data, given by URL, as bytes, on
   // the page thread and in the pthreads build, each compared with the native CLI's `onyx

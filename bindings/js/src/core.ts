@@ -66,6 +66,26 @@ export interface TextLineParams {
   std?: number;
 }
 
+/** One node's execution in a profiled run (session.endProfiling()). */
+export interface ProfileEntry {
+  /** The run, counted from 0 at startProfiling(). */
+  run: number;
+  /** The node's place in the planned order. */
+  index: number;
+  /** The node's name ('' when the model gave none). */
+  node: string;
+  /** As planned: a fused node shows its onyx type (FusedConv, ...). */
+  opType: string;
+  /** Wall time, ms. */
+  ms: number;
+}
+
+/** What one profiling period recorded. */
+export interface ProfileData {
+  runs: number;
+  nodes: ProfileEntry[];
+}
+
 export interface CtcResult {
   text: string;
   labels: number[];
@@ -234,6 +254,21 @@ export class Core {
 
   releaseSession(h: number): void {
     this.em._onyx_web_session_release(h);
+  }
+
+  /** Starts recording each run's node times (dropping what was recorded; returns null),
+   * or stops and returns what was recorded. */
+  profile(h: number, on: boolean): ProfileData | null {
+    const m = this.em;
+    const b = m._onyx_web_session_profile(h, on ? 1 : 0);
+    this.check();
+    if (on) return null;
+    try {
+      const raw = JSON.parse(m.UTF8ToString(m._onyx_web_buffer_data(b), m._onyx_web_buffer_size(b)));
+      return { runs: raw.runs, nodes: raw.nodes.map((e: any) => ({ run: e.run, index: e.index, node: e.node, opType: e.opType, ms: e.ns / 1e6 })) };
+    } finally {
+      m._onyx_web_buffer_free(b);
+    }
   }
 
   run(h: number, names: string[], feeds: WireTensor[]): { names: string[]; tensors: WireTensor[] } {

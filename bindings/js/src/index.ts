@@ -3,7 +3,7 @@
 // pthreads build is used only when the page is cross-origin isolated, and the session says
 // which build and how many threads it got, and why.
 
-import type { CtcResult, LoadInfo, SessionInfo, TextLineParams, WireExternal, WireTensor, WireValueMetadata } from './core.js';
+import type { CtcResult, LoadInfo, ProfileData, SessionInfo, TextLineParams, WireExternal, WireTensor, WireValueMetadata } from './core.js';
 import { InvalidArgumentError, makeError, OnyxError, UnsupportedError, type WireError } from './errors.js';
 import { fetchModel, warmCacheStorage, type FetchModelOptions, type FetchProgress } from './fetch.js';
 import {
@@ -15,7 +15,7 @@ import { Tensor, typeCodes, typeOfCode, viewOfType, type TensorType } from './te
 export * from './errors.js';
 export { Tensor, type TensorType, type TensorData, type DataTypeMap } from './tensor.js';
 export { fetchModel, sha256Hex, type FetchModelOptions, type FetchProgress, type FetchedModel } from './fetch.js';
-export type { CtcResult, TextLineParams } from './core.js';
+export type { CtcResult, ProfileData, ProfileEntry, TextLineParams } from './core.js';
 
 /** Global settings, as onnxruntime-web's `env`. */
 export const env = {
@@ -81,6 +81,8 @@ export namespace InferenceSession {
      * onnxruntime-web takes them: `path` is the location the model's tensors name, `data`
      * a URL to fetch or the bytes; a bare string is both. */
     externalData?: readonly ExternalDataFileType[];
+    /** Start profiling at creation, as startProfiling() does. */
+    enableProfiling?: boolean;
   }
   export interface ExternalDataFileDescription {
     /** The location the model's tensors name (e.g. 'model.onnx.data'). */
@@ -311,6 +313,7 @@ class MainBackend implements Backend {
     switch (op) {
       case 'create': return c.createSession(a.model, a.threads, a.strict, a.optimize, a.external);
       case 'release': return c.releaseSession(a.handle);
+      case 'profile': return c.profile(a.handle, a.on);
       case 'run': return c.run(a.handle, a.names, a.feeds);
       case 'preprocess': return c.preprocess(a.rgba, a.width, a.height, a.params);
       case 'ctc': return c.ctcDecode(a.scores, a.frames, a.classes, a.blank, a.beamWidth, a.probabilities, a.alphabet);
@@ -494,8 +497,10 @@ export class InferenceSession {
       compileMs: loadedNow ? backend.info.compileMs : 0,
       sessionMs: info.sessionMs,
     };
-    return new InferenceSession(backend, info, exec, timings,
-                                { sha256, bytes: bytes.byteLength, opset: info.opset, producer: info.producer });
+    const session = new InferenceSession(backend, info, exec, timings,
+                                         { sha256, bytes: bytes.byteLength, opset: info.opset, producer: info.producer });
+    if (options.enableProfiling) session.startProfiling();
+    return session;
   }
 
   /** Runs the model; returns the outputs (all, or those named in `fetches`) by name. */
@@ -540,8 +545,33 @@ export class InferenceSession {
     await b.call('release', { handle: this.handle });
   }
 
-  startProfiling(): void {}
-  endProfiling(): void {}
+  /** A failure of the last startProfiling() (it returns before the worker answers),
+   * thrown by endProfiling(). */
+  private profileError: unknown = null;
+
+  /** Records the time of every node of each run from now on (dropping what an earlier
+   * startProfiling() recorded), until endProfiling(). As onnxruntime-web's, it returns at
+   * once; runs started after it are recorded. Timing costs a clock read per node. */
+  startProfiling(): void {
+    if (!this.backend) throw makeError('Released', 'the session was released');
+    this.profileError = null;
+    this.backend.call('profile', { handle: this.handle, on: true }).catch((e: unknown) => { this.profileError = e; });
+  }
+
+  /** Stops profiling and returns what it recorded: each run's nodes in the order they ran,
+   * with the planned op type (FusedConv, ...) and wall time in ms (onyx: onnxruntime-web
+   * returns nothing and writes its own format). Runs started before this call are recorded
+   * whole, later ones not at all. */
+  async endProfiling(): Promise<ProfileData> {
+    if (!this.backend) throw makeError('Released', 'the session was released');
+    const r = await this.backend.call('profile', { handle: this.handle, on: false });
+    if (this.profileError) {
+      const e = this.profileError;
+      this.profileError = null;
+      throw e;
+    }
+    return r as ProfileData;
+  }
 }
 
 /** The external-data files of `options`, downloaded where given by URL (all at once). */

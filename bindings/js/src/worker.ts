@@ -60,6 +60,7 @@ async function handle(op: string, a: any): Promise<[unknown, ArrayBuffer[]]> {
       return [info, []];
     }
     case 'release': sessions.delete(a.handle); c.releaseSession(a.handle); return [null, []];
+    case 'profile': return [c.profile(a.handle, a.on), []];
     case 'run': {
       const r = c.run(a.handle, a.names, a.feeds);
       return [r, transferables(r.tensors)];
