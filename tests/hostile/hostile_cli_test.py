@@ -24,8 +24,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from onnx_pb import (FLOAT, INT64, STRING, attr_int, attr_ints, attr_strings, model, node,  # noqa: E402
-                     tensor, value_info)
+from onnx_pb import (BOOL, FLOAT, INT64, STRING, attr_int, attr_ints, attr_string, attr_strings, model,  # noqa: E402
+                     node, tensor, value_info)
 
 TIME_LIMIT_S = 10.0
 RSS_LIMIT_KB = 1 << 20  # 1 GB
@@ -201,6 +201,28 @@ def main():
         attempt("long_conv_timeout", [onyx, "run", long_conv, "--random-inputs", "--timeout", "1", "-o",
                                       os.path.join(work, "out")], work, True,
                 ["onyx: error:", "'conv'", "RunOptions::terminate", "--timeout 1 s"])
+
+        # Regexes that backtrack exponentially ("(a*)*c" against 3,000 a's): RegexFullMatch
+        # takes RE2's syntax, which has no back-references, and onyx matches it in time
+        # linear in the string. Before, `onyx run` never ended and --timeout could not stop
+        # it (nothing polls inside the regex engine). The answers are plain: no string of
+        # a's ends in c, and a's then one c do.
+        xpb = os.path.join(work, "regex_x.pb")
+        with open(xpb, "wb") as f:
+            f.write(tensor("x", STRING, [2], strings=[b"a" * 3000, b"a" * 2999 + b"c"]))
+        for k, pattern in enumerate((b"(a*)*c", b"(a|aa)*c", b"(a|a?)+c")):
+            regex = os.path.join(work, f"regex_{k}.onnx")
+            with open(regex, "wb") as f:
+                f.write(model([node("RegexFullMatch", ["x"], ["y"], "re", [attr_string("pattern", pattern)])],
+                              [value_info("x", STRING, [2])], [value_info("y", BOOL, [2])], opsets=(("", 20),)))
+            rdir = os.path.join(work, f"regex_out_{k}")
+            before = len(failures)
+            attempt(f"regex_backtracking {pattern.decode()}", [onyx, "run", regex, "--input", "x=" + xpb, "--timeout",
+                                                            "5", "-o", rdir], work, False, [])
+            y = os.path.join(rdir, "y.npy")
+            got = open(y, "rb").read()[-2:] if os.path.exists(y) else None
+            if len(failures) == before and got != b"\x00\x01":
+                failures.append(f"regex_backtracking {pattern.decode()}: y = {got!r}, expected [False, True]")
 
         # FIFOs: opening one for reading blocks until a writer comes; nothing may wait.
         fifo = os.path.join(work, "pipe.bin")

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/checked.h"
 #include "kernels/reference/broadcast.h"
 #include "kernels/reference/dispatch.h"
@@ -81,24 +82,40 @@ void regex_full_match(KernelContext& ctx) {
   if (!t.error.empty()) ctx.fail("pattern: {}", t.error);
   auto flags = std::regex::ECMAScript;
   if (t.icase) flags |= std::regex::icase;
+  const std::string* xp = x.data<std::string>();
+  uint8_t* yp = static_cast<uint8_t*>(y.raw());
+#if defined(__GLIBCXX__)
+  // libstdc++'s default executor backtracks: "(a*)*c" against 30 a's never finished (a
+  // hostile model hung `onyx run`, past --timeout: nothing polls inside regex_match).
+  // RE2's syntax, which ONNX specifies, has no back-references, so its patterns can run on
+  // the breadth-first executor (__polynomial): time linear in the string (1M characters
+  // in 60-210 ms for small patterns), no recursion per character. Its cost per character
+  // grows with the pattern's states; the bound below keeps one element's match to about a
+  // second (1.5M characters for a 6-byte pattern; a 1.9 KB alternation of 60 branches
+  // over its 17,000 allowed characters: 1.1 s), and the run's terminate flag is polled
+  // between elements.
+  flags |= std::regex_constants::__polynomial;
+  const size_t budget = size_t{1} << 25, per_char = pattern.size() + 16;
+  const char* engine = "std::regex's breadth-first executor, linear in the string";
+#else
+  // Other standard libraries match by recursion, about one frame per character and
+  // pattern element: a few thousand characters against a small pattern overflow an 8 MB
+  // stack (SIGSEGV). This budget keeps a factor of three from that in measurements.
+  const size_t budget = size_t{1} << 16, per_char = pattern.size() + 16;
+  const char* engine = "std::regex, which recurses per character";
+#endif
   std::wregex re;
   try {
     re.assign(t.pattern, flags);
   } catch (const std::regex_error& e) {
     ctx.fail("invalid pattern \"{}\": {}", pattern, e.what());
   }
-  const std::string* xp = x.data<std::string>();
-  uint8_t* yp = static_cast<uint8_t*>(y.raw());
-  // std::regex matches by recursion, about one frame per character and pattern element:
-  // a few thousand characters against a small pattern overflow an 8 MB stack (SIGSEGV).
-  // This budget keeps a factor of three from that in measurements.
-  const size_t budget = size_t{1} << 16, per_char = pattern.size() + 16;
+  CancelPoll poll;  // base/cancel.h
   for (int64_t k = 0; k < x.numel(); ++k) {
     if (xp[k].size() > budget / per_char)
-      ctx.fail(
-          "element {} has {} bytes; with this {}-byte pattern the regex engine (std::regex, "
-          "which recurses per character) matches at most {}",
-          k, xp[k].size(), pattern.size(), budget / per_char);
+      ctx.fail("element {} has {} bytes; with this {}-byte pattern the regex engine ({}) matches at most {}", k,
+               xp[k].size(), pattern.size(), engine, budget / per_char);
+    poll(static_cast<int64_t>(xp[k].size() * per_char));
     try {
       yp[k] = std::regex_match(utf8_to_wide(xp[k]), re) ? 1 : 0;
     } catch (const std::regex_error& e) {
