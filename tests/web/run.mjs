@@ -381,13 +381,15 @@ const tests = {
         s.startProfiling();
         for (let k = 0; k < 3; ++k) await timed();
         await Promise.all([s.run({ x }), s.run({ x })]);  // two at once: the second goes by message
+        let failed = 'no error';  // refused before any node runs: a run of no nodes
+        try { await s.run({ x: new onyx.Tensor('float32', new Float32Array(16), [16]) }); } catch (e) { failed = e.code; }
         const p = await s.endProfiling();
         await s.run({ x });
         const after = await s.endProfiling();
         await s.release();
         let released;
         try { s.startProfiling(); released = 'no error'; } catch (e) { released = `${e.constructor.name} ${e.code}`; }
-        out[name] = { artifact: s.execution.artifact, first, p, walls, after, released };
+        out[name] = { artifact: s.execution.artifact, first, p, walls, after, released, failed };
       }
       return out;
     });
@@ -400,8 +402,10 @@ const tests = {
       check(x.first.runs === 1 && firstKeys.length > want.length && want.every((k) => firstKeys.includes(k)),
             `profiling (${name}): enableProfiling records the first run, a superset of later runs' nodes`,
             `${x.first.runs} runs, ${firstKeys.length} nodes`);
-      check(x.p.runs === 5 && runs.every((v) => v.length === want.length), `profiling (${name}): 5 runs, ${want.length} nodes each`,
+      check(x.p.runs === 6 && runs.every((v) => v.length === want.length), `profiling (${name}): 5 runs, ${want.length} nodes each`,
             `${x.p.runs} runs: ${runs.map((v) => v.length).join(', ')}`);
+      check(x.failed === 'InvalidArgument' && !x.p.nodes.some((e) => e.run === 5),
+            `profiling (${name}): a refused run counts as a run of no nodes`, `${x.failed}; ${x.p.nodes.filter((e) => e.run === 5).length} nodes`);
       for (const [k, v] of runs.entries()) {
         const got = v.map((e) => `${e.index} ${e.opType} ${e.node}`).sort();
         if (!check(JSON.stringify(got) === JSON.stringify(want), `profiling (${name}) run ${k}: the nodes onyx bench --profile lists`,
@@ -416,6 +420,45 @@ const tests = {
     check(r.pthreads.artifact === 'onyx-web-mt', 'profiling: the pthreads build was used', r.pthreads.artifact);
     const w = r.worker.p.nodes.filter((e) => e.run === 0).sort((a, b) => b.ms - a.ms)[0];
     console.log(`  profiling: ${want.length} nodes per run; slowest in the worker ${w.opType} '${w.node}' ${w.ms.toFixed(3)} ms`);
+  },
+
+  // The pthreads build's errors carry onyx's class, code and message as the single-threaded
+  // build's do. em++ 3.1.6 with -pthread -fwasm-exceptions never matches a typed catch
+  // clause: before tools/wasm/onyx_web.cc recovered the exception by its type, every error
+  // of that build (the one a cross-origin-isolated page with 2+ threads gets) reached JS
+  // as "internal error: unknown exception".
+  async pthreads_build_errors() {
+    const model = join(build, 'models/transformer/model.onnx');
+    if (!check(existsSync(model), 'the encoder model is exported', `${model} is missing: run ctest -R models_export in ${build}`)) return;
+    const page = await newPage();
+    await page.goto(`${url}tests/ort_program.html?runtime=onyx`);
+    await page.waitForFunction(() => document.body.dataset.ready === '1');
+    const r = await page.evaluate(async () => {
+      const onyx = await import('/dist/index.mjs');
+      const bytes = new Uint8Array(await (await fetch('/build-models/transformer/model.onnx')).arrayBuffer());
+      const out = {};
+      for (const threads of [1, 2]) {
+        onyx.env.wasm.numThreads = threads;
+        const s = await onyx.InferenceSession.create(bytes.slice());
+        const tries = {
+          rank: { x: new onyx.Tensor('float32', new Float32Array(16), [16]) },
+          dtype: { x: new onyx.Tensor('int32', new Int32Array(16), [1, 1, 16]) },
+          name: { nope: new onyx.Tensor('float32', new Float32Array(16), [1, 1, 16]) },
+        };
+        const got = { artifact: s.execution.artifact };
+        for (const [k, feeds] of Object.entries(tries)) {
+          try { await s.run(feeds); got[k] = 'no error'; } catch (e) { got[k] = `${e.constructor.name} ${e.code}: ${e.message}`; }
+        }
+        out[threads] = got;
+      }
+      return out;
+    });
+    await page.context().close();
+    check(r[1].artifact === 'onyx-web' && r[2].artifact === 'onyx-web-mt', 'pthreads errors: both builds used', JSON.stringify(r));
+    for (const k of ['rank', 'dtype', 'name']) {
+      check(/^InvalidArgumentError InvalidArgument: /.test(r[1][k]), `single-threaded build: ${k} error`, r[1][k]);
+      check(r[2][k] === r[1][k], `pthreads build: the ${k} error as the single-threaded build's`, `${r[2][k]} vs ${r[1][k]}`);
+    }
   },
 
   // External-data weights (options.externalData, onnxruntime-web's shape): the encoder

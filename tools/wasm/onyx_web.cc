@@ -11,9 +11,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cxxabi.h>
 #include <memory>
 #include <new>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "check/validate.h"
@@ -37,25 +39,36 @@ constexpr int kInternal = 101;
 thread_local int g_error_code = -1;
 thread_local std::string g_error_message;
 
-/// Sets the thread's last error from the exception being handled (called in a catch
-/// block: it rethrows to tell the kinds apart). One out-of-line copy of the handlers
-/// instead of one per entry point: each inlined set cost the .wasm ~500 bytes.
-__attribute__((noinline)) void record_current_exception() {
-  try {
-    throw;
-  } catch (const Error& e) {
-    g_error_code = static_cast<int>(e.code());
-    g_error_message = e.what();
-  } catch (const std::bad_alloc&) {
-    g_error_code = kOutOfMemory;
-    g_error_message = "out of memory: the WebAssembly heap (at most 4 GiB) could not grow enough";
-  } catch (const std::exception& e) {
-    g_error_code = kInternal;
-    g_error_message = std::string("internal error: ") + e.what();
-  } catch (...) {
-    g_error_code = kInternal;
-    g_error_message = "internal error: unknown exception";
+/// Record the thread's last error; out of line, so each entry point's catch clauses are
+/// calls, not inlined string assignments (the .wasm is a product metric).
+__attribute__((noinline)) void record_error(int code, const char* what) {
+  g_error_code = code;
+  g_error_message = what;
+}
+__attribute__((noinline)) void record_internal(const char* what) {
+  g_error_code = kInternal;
+  g_error_message = std::string("internal error: ") + what;
+}
+
+constexpr const char* kOomMessage = "out of memory: the WebAssembly heap (at most 4 GiB) could not grow enough";
+
+/// The pthreads build (em++ 3.1.6, -fwasm-exceptions -pthread) never matches a typed catch
+/// clause: a 10-line program's `catch (const E&)` misses the E it throws and `catch (...)`
+/// takes it, although the caught exception's type_info is E's (the single-threaded build
+/// matches). Every onyx error reached JS as "unknown exception". So `catch (...)` recovers
+/// the object by its exact type.
+__attribute__((noinline)) void record_unmatched_exception() {
+  const std::type_info* t = abi::__cxa_current_exception_type();
+  void* p = abi::__cxa_current_primary_exception();
+  if (t && p && *t == typeid(Error)) {
+    const auto* e = static_cast<const Error*>(p);
+    record_error(static_cast<int>(e->code()), e->what());
+  } else if (t && p && (*t == typeid(std::bad_alloc) || *t == typeid(std::bad_array_new_length))) {
+    record_error(kOutOfMemory, kOomMessage);
+  } else {
+    record_internal(t ? (std::string("exception of type ") + t->name()).c_str() : "unknown exception");
   }
+  if (p) abi::__cxa_decrement_exception_refcount(p);
 }
 
 template <typename F>
@@ -64,8 +77,14 @@ auto guarded(F&& f, decltype(f()) on_error) -> decltype(f()) {
   g_error_message.clear();
   try {
     return f();
+  } catch (const Error& e) {
+    record_error(static_cast<int>(e.code()), e.what());
+  } catch (const std::bad_alloc&) {
+    record_error(kOutOfMemory, kOomMessage);
+  } catch (const std::exception& e) {
+    record_internal(e.what());
   } catch (...) {
-    record_current_exception();
+    record_unmatched_exception();
   }
   return on_error;
 }
@@ -369,7 +388,12 @@ int onyx_web_run_execute(OnyxWebRun* r) {
         OnyxWebSession& s = *r->owner;
         RunOptions opts;
         opts.profile = s.profiling ? &s.profile : nullptr;
-        r->outputs = s.session->run(r->feeds, opts);
+        try {
+          r->outputs = s.session->run(r->feeds, opts);
+        } catch (...) {
+          if (s.profiling) s.run_ends.push_back(s.profile.size());  // a failed run keeps the nodes it ran
+          throw;
+        }
         if (s.profiling) s.run_ends.push_back(s.profile.size());
         r->feeds.clear();
         const auto& infos = r->owner->session->outputs();
