@@ -79,6 +79,17 @@ async function newPage(viewport = { width: 1280, height: 900 }, opts = {}) {
 const waitState = (page, states, timeout = 120000) =>
   page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout });
 
+/** A page with onyx-web loaded (tests/ort_program.html) for the tests that run the encoder
+ * of tests/models; null (the check failed) when that model was not exported. */
+async function encoderPage() {
+  const model = join(build, 'models/transformer/model.onnx');
+  if (!check(existsSync(model), 'the encoder model is exported', `${model} is missing: run ctest -R models_export in ${build}`)) return null;
+  const page = await newPage();
+  await page.goto(`${url}tests/ort_program.html?runtime=onyx`);
+  await page.waitForFunction(() => document.body.dataset.ready === '1');
+  return page;
+}
+
 const tests = {
   async cold_read_and_screenshots() {
     const page = await newPage();
@@ -292,11 +303,8 @@ const tests = {
   // runs of changing shapes, an error, concurrent runs and buffers larger than the lane,
   // each compared with onnxruntime-web or with values computed here.
   async worker_fast_lane() {
-    const model = join(build, 'models/transformer/model.onnx');
-    if (!check(existsSync(model), 'the encoder model is exported', `${model} is missing: run ctest -R models_export in ${build}`)) return;
-    const page = await newPage();
-    await page.goto(`${url}tests/ort_program.html?runtime=onyx`);
-    await page.waitForFunction(() => document.body.dataset.ready === '1');
+    const page = await encoderPage();
+    if (!page) return;
     const r = await page.evaluate(async () => {
       const onyx = await import('/dist/index.mjs');
       const ort = await import('/ort/ort.wasm.min.mjs');
@@ -356,15 +364,13 @@ const tests = {
   // plans and times for the same model (the same optimizer and planner), and each run's
   // node times must fit inside the time its run() took.
   async profiling() {
-    const model = join(build, 'models/transformer/model.onnx');
-    if (!check(existsSync(model), 'the encoder model is exported', `${model} is missing: run ctest -R models_export in ${build}`)) return;
-    const native = JSON.parse(execFileSync(onyxBin, ['bench', model, '--input', `x=${join(build, 'models/transformer/set_0/x.npy')}`,
+    const page = await encoderPage();
+    if (!page) return;
+    const native = JSON.parse(execFileSync(onyxBin, ['bench', join(build, 'models/transformer/model.onnx'), '--input',
+                                                     `x=${join(build, 'models/transformer/set_0/x.npy')}`,
                                                      '--profile', '--json', '--runs', '1', '--min-time', '0', '--warmup', '0'],
                                            { stdio: ['ignore', 'pipe', 'ignore'] }).toString()).profile.nodes;
     const want = native.map((n) => `${n.index} ${n.op_type} ${n.name}`).sort();
-    const page = await newPage();
-    await page.goto(`${url}tests/ort_program.html?runtime=onyx`);
-    await page.waitForFunction(() => document.body.dataset.ready === '1');
     const r = await page.evaluate(async () => {
       const onyx = await import('/dist/index.mjs');
       const bytes = new Uint8Array(await (await fetch('/build-models/transformer/model.onnx')).arrayBuffer());
@@ -428,11 +434,8 @@ const tests = {
   // of that build (the one a cross-origin-isolated page with 2+ threads gets) reached JS
   // as "internal error: unknown exception".
   async pthreads_build_errors() {
-    const model = join(build, 'models/transformer/model.onnx');
-    if (!check(existsSync(model), 'the encoder model is exported', `${model} is missing: run ctest -R models_export in ${build}`)) return;
-    const page = await newPage();
-    await page.goto(`${url}tests/ort_program.html?runtime=onyx`);
-    await page.waitForFunction(() => document.body.dataset.ready === '1');
+    const page = await encoderPage();
+    if (!page) return;
     const r = await page.evaluate(async () => {
       const onyx = await import('/dist/index.mjs');
       const bytes = new Uint8Array(await (await fetch('/build-models/transformer/model.onnx')).arrayBuffer());

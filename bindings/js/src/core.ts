@@ -259,13 +259,18 @@ export class Core {
   /** Starts recording each run's node times (dropping what was recorded; returns null),
    * or stops and returns what was recorded. */
   profile(h: number, on: boolean): ProfileData | null {
-    const m = this.em;
-    const b = m._onyx_web_session_profile(h, on ? 1 : 0);
+    const b = this.em._onyx_web_session_profile(h, on ? 1 : 0);
     this.check();
     if (on) return null;
+    const raw = this.takeJson(b);
+    return { runs: raw.runs, nodes: raw.nodes.map((e: any) => ({ run: e.run, index: e.index, node: e.node, opType: e.opType, ms: e.ns / 1e6 })) };
+  }
+
+  /** Parses a text buffer of the module as JSON and frees it. */
+  private takeJson(b: number): any {
+    const m = this.em;
     try {
-      const raw = JSON.parse(m.UTF8ToString(m._onyx_web_buffer_data(b), m._onyx_web_buffer_size(b)));
-      return { runs: raw.runs, nodes: raw.nodes.map((e: any) => ({ run: e.run, index: e.index, node: e.node, opType: e.opType, ms: e.ns / 1e6 })) };
+      return JSON.parse(m.UTF8ToString(m._onyx_web_buffer_data(b), m._onyx_web_buffer_size(b)));
     } finally {
       m._onyx_web_buffer_free(b);
     }
@@ -375,10 +380,6 @@ export class Core {
       m._free(ap);
     }
     this.check();
-    try {
-      return JSON.parse(m.UTF8ToString(m._onyx_web_buffer_data(b), m._onyx_web_buffer_size(b)));
-    } finally {
-      m._onyx_web_buffer_free(b);
-    }
+    return this.takeJson(b);
   }
 }

@@ -95,15 +95,16 @@ void regex_full_match(KernelContext& ctx) {
   // over its 17,000 allowed characters: 1.1 s), and the run's terminate flag is polled
   // between elements.
   flags |= std::regex_constants::__polynomial;
-  const size_t budget = size_t{1} << 25, per_char = pattern.size() + 16;
+  const size_t budget = size_t{1} << 25;
   const char* engine = "std::regex's breadth-first executor, linear in the string";
 #else
   // Other standard libraries match by recursion, about one frame per character and
   // pattern element: a few thousand characters against a small pattern overflow an 8 MB
   // stack (SIGSEGV). This budget keeps a factor of three from that in measurements.
-  const size_t budget = size_t{1} << 16, per_char = pattern.size() + 16;
+  const size_t budget = size_t{1} << 16;
   const char* engine = "std::regex, which recurses per character";
 #endif
+  const size_t per_char = pattern.size() + 16;
   std::wregex re;
   try {
     re.assign(t.pattern, flags);
