@@ -47,13 +47,28 @@ const cores = await probe.evaluate(() => navigator.hardwareConcurrency);
 await probe.context().close();
 const threadCounts = [...new Set([1, cores])];
 
+/** Waits until `expression` is truthy in the page, asking through a raw DevTools session
+ * everyMs. Not page.waitForFunction: that evaluates Playwright's injected script
+ * (~330 KB) in the page on its first call, a 40-80 ms task on the page's main thread in
+ * the middle of a cold start (seen in a trace), added to both runtimes' times alike. */
+async function until(page, expression, timeoutMs, everyMs = 20) {
+  const cdp = await page.context().newCDPSession(page);
+  for (const t0 = Date.now(); ;) {
+    const r = await cdp.send('Runtime.evaluate', { expression: `!!(${expression})`, returnByValue: true });
+    if (r.result.value) break;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${expression}`);
+    await new Promise((res) => setTimeout(res, everyMs));
+  }
+  await cdp.detach();
+}
+
 // The cold start of one runtime: a fresh browser context (nothing cached), bench.html.
 async function cold(runtime, m, threads) {
   const ctx = await browser.newContext();
   const page = await ctx.newPage();
   const q = new URLSearchParams({ runtime, model: m.model, input: m.input, threads: String(threads), warm: '0' });
   await page.goto(`${url}bench/bench.html?${q}`);
-  await page.waitForFunction(() => window.result, null, { timeout: 300000 });
+  await until(page, 'window.result', 300000);
   const r = await page.evaluate(() => window.result);
   await ctx.close();
   if (r.error) throw new Error(`${runtime} ${m.key} ${threads} threads: ${r.error}`);
@@ -69,7 +84,7 @@ async function warm(m, threads) {
   const q = new URLSearchParams({ model: m.model, input: m.input, threads: String(threads), blocks: String(blocks),
                                   per: String(Math.ceil(warmRuns / blocks)), main: threads === 1 ? '1' : '0' });
   await page.goto(`${url}bench/warm.html?${q}`);
-  await page.waitForFunction(() => window.result, null, { timeout: 600000 });
+  await until(page, 'window.result', 600000, 500);  // polled seldom: the timed runs are going on
   const r = await page.evaluate(() => window.result);
   await ctx.close();
   if (r.error) throw new Error(`warm ${m.key} ${threads} threads: ${r.error}`);
@@ -82,7 +97,7 @@ async function pageCold(runtime) {
   const ctx = await browser.newContext();
   const page = await ctx.newPage();
   await page.goto(url + `?warm=1&threads=1${runtime === 'ort' ? '&runtime=ort' : ''}`);
-  await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 120000 });
+  await until(page, "['done', 'error'].includes(document.body.dataset.state)", 120000);
   const r = await page.evaluate(() => ({ ms: window.onyxPage.coldMs, state: document.body.dataset.state,
                                          error: document.getElementById('error').textContent }));
   await ctx.close();
@@ -165,7 +180,7 @@ let md = `# onyx-web against onnxruntime-web (headless Chromium)\n\n`;
 md += `Written by \`make bench-web\` (bench/web/run.mjs) on ${new Date().toISOString().slice(0, 10)}: ${cpu}, ${cores} threads as the browser sees them, `;
 md += `${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${chromeVersion}, pages served from loopback with COOP/COEP. The machine is shared with other builds, so absolute times wander; `;
 md += `each of ${rounds} rounds measures both runtimes, and each figure is the median of the rounds.\n\n`;
-md += `- **cold**: a fresh browser context (empty HTTP and code caches), navigation start to the first run's output in hand: the runtime's JS and .wasm download and compile, the model download, session creation, the input (.npy) download and the first run (bench/web/bench.html).\n`;
+md += `- **cold**: a fresh browser context (empty HTTP and code caches), navigation start to the first run's output in hand: the runtime's JS and .wasm download and compile, the model download, session creation, the input (.npy) download and the first run (bench/web/bench.html). The harness watches for the end through a DevTools session polled every 20 ms, which puts nothing into the page (Playwright's waitForFunction, used before 2026-12-07 15:00, evaluated its 330 KB script on the page's main thread mid-start: 40-80 ms more for both runtimes).\n`;
 md += `- **warm**: both runtimes in one page (bench/web/warm.html), each after at least 1 s (and 5 runs) of untimed runs (V8 starts wasm in its baseline compiler and optimizes the hot functions in the background as they run); then ${blocks} blocks of ${Math.ceil(warmRuns / blocks)} timed runs of each, the runtimes taking turns block by block with no pause between, so that a burst of load from the machine's other tenants falls on both alike (runs in separate pages seconds apart saw different machines); the median of each runtime's ${blocks * Math.ceil(warmRuns / blocks)} runs of the same input, as \`await session.run(feeds)\` sees it (onyx-web: a round trip to its worker; onnxruntime-web: on the page thread).\n`;
 md += `- Both get the same \`env.wasm.numThreads\`; onnxruntime-web 1.30 ships only its threaded .wasm, used for 1 thread too.\n`;
 md += `- **fastest**: the fastest single warm run of all rounds, onyx-web / onnxruntime-web: on a loaded machine the median includes time the threads waited for a core, and onyx-web's round trip to its worker is two such waits.\n`;

@@ -59,6 +59,7 @@ function cacheKey(hash: string): string {
 /** Downloads (or takes from the cache) a model file and checks its hash. */
 export async function fetchModel(url: string, o: FetchModelOptions = {}): Promise<FetchedModel> {
   const t0 = performance.now();
+  performance.mark('onyx:model-fetch');
   const want = o.sha256?.toLowerCase();
   const what = o.label ?? 'the model';
   const useCache = (o.cache ?? true) && !!want && typeof caches !== 'undefined';
@@ -79,6 +80,7 @@ export async function fetchModel(url: string, o: FetchModelOptions = {}): Promis
       // Cache Storage unavailable (opaque origin, private mode): download instead.
     }
   }
+  performance.mark('onyx:model-cache-miss');
   let resp: Response;
   try {
     resp = await fetch(url, { cache: want ? 'no-cache' : 'default' });
@@ -108,7 +110,9 @@ export async function fetchModel(url: string, o: FetchModelOptions = {}): Promis
   } else {
     bytes = new Uint8Array(await resp.arrayBuffer());
   }
+  performance.mark('onyx:model-bytes');
   const got = await sha256Hex(bytes);
+  performance.mark('onyx:model-hashed');
   if (want && got !== want)
     throw new HashMismatchError('HashMismatch',
       `${what} '${url}' has SHA-256 ${got}, but ${want} was expected (a stale or corrupted copy?); it was not run`);
