@@ -429,10 +429,11 @@ const tests = {
   },
 
   // The pthreads build's errors carry onyx's class, code and message as the single-threaded
-  // build's do. em++ 3.1.6 with -pthread -fwasm-exceptions never matches a typed catch
-  // clause: before tools/wasm/onyx_web.cc recovered the exception by its type, every error
-  // of that build (the one a cross-origin-isolated page with 2+ threads gets) reached JS
-  // as "internal error: unknown exception".
+  // build's do. Linked with em++ 3.1.6's own libunwind, -pthread -fwasm-exceptions never
+  // matched a typed catch clause (tools/wasm/wasm_eh_pthreads.cc says why): every error of
+  // that build (the one a cross-origin-isolated page with 2+ threads gets) reached JS as
+  // "internal error: unknown exception", and a malformed file as "exception of type
+  // N9protozero23end_of_buffer_exceptionE" instead of InvalidModel.
   async pthreads_build_errors() {
     const page = await encoderPage();
     if (!page) return;
@@ -452,14 +453,22 @@ const tests = {
         for (const [k, feeds] of Object.entries(tries)) {
           try { await s.run(feeds); got[k] = 'no error'; } catch (e) { got[k] = `${e.constructor.name} ${e.code}: ${e.message}`; }
         }
+        // Malformed files: the loader's own typed catches (protobuf errors become
+        // InvalidModel) must match in the pthreads build too.
+        const bad = { truncated: bytes.slice(0, bytes.length >> 1), garbage: new Uint8Array([8, 7, 0x12, 0xff, 0xff, 1, 2, 3]) };
+        for (const [k, b] of Object.entries(bad)) {
+          try { await onyx.InferenceSession.create(b); got[k] = 'no error'; } catch (e) { got[k] = `${e.constructor.name} ${e.code}: ${e.message}`; }
+        }
+        s.release();
         out[threads] = got;
       }
       return out;
     });
     await page.context().close();
     check(r[1].artifact === 'onyx-web' && r[2].artifact === 'onyx-web-mt', 'pthreads errors: both builds used', JSON.stringify(r));
-    for (const k of ['rank', 'dtype', 'name']) {
-      check(/^InvalidArgumentError InvalidArgument: /.test(r[1][k]), `single-threaded build: ${k} error`, r[1][k]);
+    for (const k of ['rank', 'dtype', 'name', 'truncated', 'garbage']) {
+      const want = ['truncated', 'garbage'].includes(k) ? /^InvalidModelError InvalidModel: / : /^InvalidArgumentError InvalidArgument: /;
+      check(want.test(r[1][k]), `single-threaded build: ${k} error`, r[1][k]);
       check(r[2][k] === r[1][k], `pthreads build: the ${k} error as the single-threaded build's`, `${r[2][k]} vs ${r[1][k]}`);
     }
   },

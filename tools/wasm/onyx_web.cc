@@ -11,11 +11,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <cxxabi.h>
 #include <memory>
 #include <new>
 #include <string>
-#include <typeinfo>
 #include <vector>
 
 #include "check/validate.h"
@@ -52,25 +50,6 @@ __attribute__((noinline)) void record_internal(const char* what) {
 
 constexpr const char* kOomMessage = "out of memory: the WebAssembly heap (at most 4 GiB) could not grow enough";
 
-/// The pthreads build (em++ 3.1.6, -fwasm-exceptions -pthread) never matches a typed catch
-/// clause: a 10-line program's `catch (const E&)` misses the E it throws and `catch (...)`
-/// takes it, although the caught exception's type_info is E's (the single-threaded build
-/// matches). Every onyx error reached JS as "unknown exception". So `catch (...)` recovers
-/// the object by its exact type.
-__attribute__((noinline)) void record_unmatched_exception() {
-  const std::type_info* t = abi::__cxa_current_exception_type();
-  void* p = abi::__cxa_current_primary_exception();
-  if (t && p && *t == typeid(Error)) {
-    const auto* e = static_cast<const Error*>(p);
-    record_error(static_cast<int>(e->code()), e->what());
-  } else if (t && p && (*t == typeid(std::bad_alloc) || *t == typeid(std::bad_array_new_length))) {
-    record_error(kOutOfMemory, kOomMessage);
-  } else {
-    record_internal(t ? (std::string("exception of type ") + t->name()).c_str() : "unknown exception");
-  }
-  if (p) abi::__cxa_decrement_exception_refcount(p);
-}
-
 template <typename F>
 auto guarded(F&& f, decltype(f()) on_error) -> decltype(f()) {
   g_error_code = -1;
@@ -84,7 +63,7 @@ auto guarded(F&& f, decltype(f()) on_error) -> decltype(f()) {
   } catch (const std::exception& e) {
     record_internal(e.what());
   } catch (...) {
-    record_unmatched_exception();
+    record_internal("unknown exception");
   }
   return on_error;
 }
