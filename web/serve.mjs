@@ -91,8 +91,16 @@ export function startServer({ port = 8080, host = '127.0.0.1', build = 'build', 
         break;
       }
       if (!st.isFile()) break;
+      // A validator, as any static host or CDN gives: with Cache-Control: no-cache the
+      // browser asks again each time and a 304 lets it use the bytes it has (a preload's,
+      // a previous visit's) instead of downloading them again.
+      const etag = `"${st.size.toString(16)}-${Math.floor(st.mtimeMs).toString(16)}"`;
+      if (req.headers['if-none-match'] === etag) {
+        res.writeHead(304, { ...headers, ETag: etag });
+        return res.end();
+      }
       res.writeHead(200, { ...headers, 'Content-Type': types[extname(file)] ?? 'application/octet-stream',
-                           'Content-Length': st.size });
+                           'Content-Length': st.size, ETag: etag });
       if (req.method === 'HEAD') return res.end();
       createReadStream(file).pipe(res);
       return;
