@@ -255,26 +255,19 @@ HWY_INLINE void MicroRows(size_t kc, const float* const* a_rows, const float* b,
 constexpr size_t kTailCols = 4;
 /// Targets whose vectors hold a strip (not the scalar fallback).
 constexpr bool kHasTail = kMR * sizeof(float) <= HWY_MAX_BYTES;
-template <BMatrix::Layout kLayout>
-ONYX_TIER_UNIT void MicroTail(size_t kc, const float* ap, const float* b, int64_t bstride,
-                          const int64_t* offs, float* c, int64_t ldc, size_t mr, size_t nr,
-                          bool accumulate, const Epilogue* ep, int64_t row0, int64_t col0) {
+/// MicroTail's finish, shared by its layouts (out of line: one copy of the activations):
+/// sums holds kTailCols vectors, column j's MR rows in vector j.
+HWY_NOINLINE void TailEpilogue(const float* sums, float* c, int64_t ldc, size_t mr, size_t nr,
+                               bool accumulate, const Epilogue* ep, int64_t row0, int64_t col0) {
   const DF d;
-  VF acc[kTailCols];
-  for (size_t j = 0; j < kTailCols; ++j) acc[j] = hn::Zero(d);
-  for (size_t p = 0; p < kc; ++p) {
-    const VF av = hn::LoadU(d, ap + p * kMR);
-    const float* bp = BRow<kLayout>(b, p, bstride, offs);
-    for (size_t j = 0; j < kTailCols; ++j)
-      if (j < nr) acc[j] = hn::MulAdd(av, hn::Set(d, bp[j]), acc[j]);
-  }
+  const size_t L = hn::Lanes(d);
   HWY_ALIGN float buf[hn::MaxLanes(DF())];
   const Activation* act = ep && ep->act.kind != Act::kNone ? &ep->act : nullptr;
   HWY_ALIGN float bias[hn::MaxLanes(DF())] = {};
   if (ep && ep->bias)
     for (size_t r = 0; r < mr; ++r) bias[r] = ep->bias[row0 + static_cast<int64_t>(r)];
   for (size_t j = 0; j < nr; ++j) {
-    VF v = acc[j];
+    VF v = hn::Load(d, sums + j * L);
     if (ep && ep->bias) v = hn::Add(v, hn::Load(d, bias));
     hn::Store(v, d, buf);
     for (size_t r = 0; r < mr; ++r) {
@@ -285,6 +278,44 @@ ONYX_TIER_UNIT void MicroTail(size_t kc, const float* ap, const float* b, int64_
     if (act) hn::Store(ApplyAct(d, hn::Load(d, buf), *act), d, buf);
     for (size_t r = 0; r < mr; ++r) c[static_cast<int64_t>(r) * ldc + static_cast<int64_t>(j)] = buf[r];
   }
+}
+
+template <BMatrix::Layout kLayout>
+ONYX_TIER_UNIT void MicroTail(size_t kc, const float* ap, const float* b, int64_t bstride,
+                          const int64_t* offs, float* c, int64_t ldc, size_t mr, size_t nr,
+                          bool accumulate, const Epilogue* ep, int64_t row0, int64_t col0) {
+  const DF d;
+  // Two sets of accumulators, for even and odd depths: one set's kTailCols sums are each
+  // a chain of dependent adds, and without FMA (WebAssembly, SSE4) an add waits for the
+  // last; two chains per column keep the adders busy.
+  // Packed B panels are NR >= kTailCols columns wide (zero-padded), so every lane of the
+  // tail may be read; B read in place may end at column nr.
+  constexpr bool kInPanel = kLayout == BMatrix::Layout::kPanels;
+  VF acc[kTailCols], acc2[kTailCols];
+  for (size_t j = 0; j < kTailCols; ++j) acc[j] = acc2[j] = hn::Zero(d);
+  size_t p = 0;
+  // (Only for packed panels, the Winograd GEMMs' B: the other layouts keep one chain.)
+  if constexpr (kInPanel)
+  for (; p + 2 <= kc; p += 2) {
+    const VF av = hn::LoadU(d, ap + p * kMR), av2 = hn::LoadU(d, ap + (p + 1) * kMR);
+    const float* bp = BRow<kLayout>(b, p, bstride, offs);
+    const float* bp2 = BRow<kLayout>(b, p + 1, bstride, offs);
+    for (size_t j = 0; j < kTailCols; ++j)
+      if (kInPanel || j < nr) {
+        acc[j] = hn::MulAdd(av, hn::Set(d, bp[j]), acc[j]);
+        acc2[j] = hn::MulAdd(av2, hn::Set(d, bp2[j]), acc2[j]);
+      }
+  }
+  for (; p < kc; ++p) {
+    const VF av = hn::LoadU(d, ap + p * kMR);
+    const float* bp = BRow<kLayout>(b, p, bstride, offs);
+    for (size_t j = 0; j < kTailCols; ++j)
+      if (kInPanel || j < nr) acc[j] = hn::MulAdd(av, hn::Set(d, bp[j]), acc[j]);
+  }
+  HWY_ALIGN float sums[kTailCols * hn::MaxLanes(DF())];
+  const size_t L = hn::Lanes(d);
+  for (size_t j = 0; j < kTailCols; ++j) hn::Store(hn::Add(acc[j], acc2[j]), d, sums + j * L);
+  TailEpilogue(sums, c, ldc, mr, nr, accumulate, ep, row0, col0);
 }
 
 template <BMatrix::Layout kLayout, bool kPackedA>
