@@ -408,7 +408,7 @@ const tests = {
       check(x.first.runs === 1 && firstKeys.length > want.length && want.every((k) => firstKeys.includes(k)),
             `profiling (${name}): enableProfiling records the first run, a superset of later runs' nodes`,
             `${x.first.runs} runs, ${firstKeys.length} nodes`);
-      check(x.p.runs === 6 && runs.every((v) => v.length === want.length), `profiling (${name}): 5 runs, ${want.length} nodes each`,
+      check(x.p.runs === 6 && runs.every((v) => v.length === want.length), `profiling (${name}): 6 runs (5 that ran), ${want.length} nodes each`,
             `${x.p.runs} runs: ${runs.map((v) => v.length).join(', ')}`);
       check(x.failed === 'InvalidArgument' && !x.p.nodes.some((e) => e.run === 5),
             `profiling (${name}): a refused run counts as a run of no nodes`, `${x.failed}; ${x.p.nodes.filter((e) => e.run === 5).length} nodes`);
