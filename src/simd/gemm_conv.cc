@@ -295,16 +295,15 @@ ONYX_TIER_UNIT void MicroTail(size_t kc, const float* ap, const float* b, int64_
   for (size_t j = 0; j < kTailCols; ++j) acc[j] = acc2[j] = hn::Zero(d);
   size_t p = 0;
   // (Only for packed panels, the Winograd GEMMs' B: the other layouts keep one chain.)
-  if constexpr (kInPanel)
-  for (; p + 2 <= kc; p += 2) {
-    const VF av = hn::LoadU(d, ap + p * kMR), av2 = hn::LoadU(d, ap + (p + 1) * kMR);
-    const float* bp = BRow<kLayout>(b, p, bstride, offs);
-    const float* bp2 = BRow<kLayout>(b, p + 1, bstride, offs);
-    for (size_t j = 0; j < kTailCols; ++j)
-      if (kInPanel || j < nr) {
+  if constexpr (kInPanel) {
+    for (; p + 2 <= kc; p += 2) {
+      const VF av = hn::LoadU(d, ap + p * kMR), av2 = hn::LoadU(d, ap + (p + 1) * kMR);
+      const float* bp = b + static_cast<int64_t>(p) * bstride;
+      for (size_t j = 0; j < kTailCols; ++j) {
         acc[j] = hn::MulAdd(av, hn::Set(d, bp[j]), acc[j]);
-        acc2[j] = hn::MulAdd(av2, hn::Set(d, bp2[j]), acc2[j]);
+        acc2[j] = hn::MulAdd(av2, hn::Set(d, bp[bstride + static_cast<int64_t>(j)]), acc2[j]);
       }
+    }
   }
   for (; p < kc; ++p) {
     const VF av = hn::LoadU(d, ap + p * kMR);
