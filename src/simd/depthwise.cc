@@ -127,9 +127,13 @@ struct DwTaps {
 /// lane by lane. Reads up to one vector past src + offs[t] + n. Every output vector is an
 /// independent sum, four at a time, so the loop is bound by FMA and load throughput
 /// rather than by one accumulator's latency. kTaps > 0: the tap count known at compile
-/// time, the weights held in registers.
+/// time, the weights held in registers. Each variant (taps, activation) is a function of
+/// its own, not inlined into the dispatcher: WebAssembly's JIT compiles functions as they
+/// are first called and optimizes those that run hot, so a model pays only for its own
+/// variants (DwRows with all of them inlined was a 52 KB function that V8 optimized for
+/// 30-75 ms of CPU during the digit reader's cold start, for its first layer).
 template <int kTaps, class F>
-HWY_INLINE void DwFlatImpl(const float* src, const int64_t* offs, const float* wc,
+HWY_NOINLINE void DwFlatImpl(const float* src, const int64_t* offs, const float* wc,
                            int64_t taps_rt, float bias, const float* z, const F& a, float* out,
                            int64_t n) {
   const DwTaps<kTaps> tp(wc, offs, taps_rt);
@@ -175,8 +179,9 @@ void DwFlat(const float* src, const int64_t* offs, const float* wc, int64_t taps
 /// y and z rows are ow apart. A row stores whole vectors past ow, into the rows after it,
 /// which are written later (Y never aliases Z or X), but never past the last row of the
 /// call. kTaps > 0: the tap count known at compile time, the weights held in registers.
+/// A function per variant, as DwFlatImpl.
 template <int kTaps, class F>
-HWY_INLINE void DwRowsImpl(const float* src, int64_t src_step, const int64_t* offs, const float* wc,
+HWY_NOINLINE void DwRowsImpl(const float* src, int64_t src_step, const int64_t* offs, const float* wc,
                            int64_t taps_rt, float bias, const float* z, const F& act, float* y,
                            int64_t ow, int64_t nrows) {
   const DwTaps<kTaps> tp(wc, offs, taps_rt);
@@ -382,7 +387,7 @@ HWY_INLINE void TransposeSquare(D d, hn::Vec<D>* v) {
 /// into obuf's slack, reading up to 3 kSW pixels' columns past the row (the caller's
 /// slack). kKH = 0: any window and strides, one pixel at a time past the last whole block.
 template <int kKH, int kKW, int kSW>
-HWY_INLINE void DwPixels(const float* base, const DwBlockGeom& g, const float* w,
+HWY_NOINLINE void DwPixels(const float* base, const DwBlockGeom& g, const float* w,
                          hn::Vec<hn::ScalableTag<float>> vb, float* obuf) {
   using D = hn::ScalableTag<float>;
   using V = hn::Vec<D>;
@@ -447,6 +452,39 @@ HWY_INLINE void DwPixels(const float* base, const DwBlockGeom& g, const float* w
         a0 = hn::MulAdd(hn::LoadU(d, w + (ky * kw + kx) * L), hn::LoadU(d, r + kx * tap_step), a0);
     }
     hn::StoreU(hn::Add(a0, a1), d, obuf + ox * L);
+  }
+}
+
+/// The last step of one output row of DwBlocked: obuf's [ow rounded up to L][L] sums
+/// transposed back into the nc channel planes (plane_out apart) at y, with the residual z
+/// (may be null) and the activation. A function per activation (noinline), not inlined
+/// into DwBlocked: a JIT (WebAssembly) then compiles only the variants a model uses.
+template <class F>
+HWY_NOINLINE void DwBlockedRowOut(const float* obuf, int64_t ow, int64_t nc, int64_t plane_out,
+                                  const float* z, float* y, const F& act) {
+  using D = hn::ScalableTag<float>;
+  using V = hn::Vec<D>;
+  const D d;
+  constexpr int64_t L = static_cast<int64_t>(hn::MaxLanes(D()));
+  V v[L];
+  for (int64_t x0 = 0; x0 < ow; x0 += L) {
+    const int64_t nx = std::min(L, ow - x0);
+    for (int64_t j = 0; j < L; ++j) v[j] = hn::LoadU(d, obuf + (x0 + j) * L);
+    TransposeSquare(d, v);
+    const auto m = hn::FirstN(d, static_cast<size_t>(nx));
+    for (int64_t c = 0; c < L; ++c) {
+      if (c >= nc) break;
+      float* yp = y + c * plane_out + x0;
+      const float* zp = z ? z + c * plane_out + x0 : nullptr;
+      V o = v[c];
+      if (nx == L) {
+        if (zp) o = hn::Add(o, hn::LoadU(d, zp));
+        hn::StoreU(act(d, o), d, yp);
+      } else {
+        if (zp) o = hn::Add(o, TailLoad(m, d, zp));
+        TailStore(act(d, o), m, d, yp);
+      }
+    }
   }
 }
 
@@ -523,25 +561,7 @@ void DwBlocked(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt, co
         DwPixels<0, 0, 0>(base, g, w, vb, obuf);
       const int64_t yo = (n * g.C + c0) * plane_out + oy * g.ow;
       WithAct(a.ep.act, [&](const auto& act) {
-        for (int64_t x0 = 0; x0 < g.ow; x0 += L) {
-          const int64_t nx = std::min(L, g.ow - x0);
-          for (int64_t j = 0; j < L; ++j) v[j] = hn::LoadU(d, obuf + (x0 + j) * L);
-          TransposeSquare(d, v);
-          const auto m = hn::FirstN(d, static_cast<size_t>(nx));
-          for (int64_t c = 0; c < L; ++c) {
-            if (c >= nc) break;
-            float* yp = a.y + yo + c * plane_out + x0;
-            const float* zp = a.ep.z ? a.ep.z + yo + c * plane_out + x0 : nullptr;
-            V o = v[c];
-            if (nx == L) {
-              if (zp) o = hn::Add(o, hn::LoadU(d, zp));
-              hn::StoreU(act(d, o), d, yp);
-            } else {
-              if (zp) o = hn::Add(o, TailLoad(m, d, zp));
-              TailStore(act(d, o), m, d, yp);
-            }
-          }
-        }
+        DwBlockedRowOut(obuf, g.ow, nc, plane_out, a.ep.z ? a.ep.z + yo : nullptr, a.y + yo, act);
       });
     }
   }
@@ -556,7 +576,7 @@ void DwBlocked(const DepthwiseArgs& a, const DwBlockGeom& g, const float* wt, co
 /// block of channels, test each tap. Each output vector is finished (bias, residual,
 /// activation) in registers before its only store.
 template <int kK, int kS>
-HWY_INLINE void DwNhwcRow(const float* const* rows, const DwBlockGeom& g, const float* wt, const float* bt,
+HWY_NOINLINE void DwNhwcRow(const float* const* rows, const DwBlockGeom& g, const float* wt, const float* bt,
                           const Activation& act, const float* z, float* y, int64_t lo, int64_t hi) {
   using D = hn::ScalableTag<float>;
   using V = hn::Vec<D>;

@@ -429,6 +429,49 @@ void PackAAll(const GemmArgs& g, float* HWY_RESTRICT out) {
   for (int64_t pc = 0; pc < g.K; pc += KC) PackA(g, 0, g.M, pc, std::min(KC, g.K - pc), out + pc * Mpad);
 }
 
+/// One column panel of B (bp, advancing b_step per depth) against the strips of rows
+/// [ic, ic + mc) of A, depths [pc, pc + kc): GemmBlock's innermost loop.
+struct Strips {
+  int64_t ic, mc, pc, kc, j0, nr;
+  const float* bp;
+  int64_t b_step;
+  bool first, last;
+  TilePos at(const GemmArgs& g, int64_t s) const {
+    const int64_t mr = static_cast<int64_t>(kMR), i = ic + s * mr, rows = std::min(mr, mc - s * mr);
+    return TilePos{g.C + i * g.ldc + j0, i, j0, static_cast<size_t>(rows), static_cast<size_t>(nr), first, last};
+  }
+};
+
+// The strip loops are functions of their own (noinline), one per way A is read, called
+// once per panel and row block: a JIT (WebAssembly) compiles and optimizes only the one a
+// model runs (GemmBlock with every tile variant inlined was the largest function V8
+// optimized during the digit reader's first run).
+
+/// Strips of A packed (ablk: the row block's strips, kc x kMR each).
+HWY_NOINLINE void StripsPacked(const GemmArgs& g, const Strips& st, const float* ablk) {
+  const int64_t mr = static_cast<int64_t>(kMR);
+  for (int64_t s = 0; s * mr < st.mc; ++s)
+    Tile<kMR, 1, true>(g, static_cast<size_t>(st.kc), ablk + s * st.kc * mr, 0, st.bp, st.b_step, 0,
+                       st.at(g, s));
+}
+
+/// The last strip of rows read in place when it has fewer than kMR rows (strip s).
+HWY_NOINLINE void StripTail(const GemmArgs& g, const Strips& st, int64_t s) {
+  const int64_t mr = static_cast<int64_t>(kMR);
+  PartialStrip<1>(static_cast<size_t>(st.mc - s * mr), g, static_cast<size_t>(st.kc),
+                  g.A + (st.ic + s * mr) * g.lda + st.pc, st.bp, st.b_step, st.at(g, s));
+}
+
+/// Rows of A read in place.
+HWY_NOINLINE void StripsInPlace(const GemmArgs& g, const Strips& st) {
+  const int64_t mr = static_cast<int64_t>(kMR);
+  int64_t s = 0;
+  for (; (s + 1) * mr <= st.mc; ++s)
+    Tile<kMR, 1, false>(g, static_cast<size_t>(st.kc), g.A + (st.ic + s * mr) * g.lda + st.pc, g.lda,
+                        st.bp, st.b_step, 0, st.at(g, s));
+  if (s * mr < st.mc) StripTail(g, st, s);
+}
+
 /// The blocked path: C rows [m0, m1) and column panels [q0, q1) over the whole depth.
 /// Loops: column chunks whose KC x NC block of B stays in L2, depth passes, row blocks of
 /// A, panels (one in L1 for all the strips of a row block), strips.
@@ -469,19 +512,11 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t q0, int64_t q1
             bp = bbuf.data();
             b_step = NR;
           }
-          for (int64_t s = 0; s * mr < mc; ++s) {
-            const int64_t i = ic + s * mr, rows = std::min(mr, mc - s * mr);
-            const TilePos t{g.C + i * g.ldc + j0,    i,     j0,  static_cast<size_t>(rows),
-                            static_cast<size_t>(nr), first, last};
-            if (g.pack_a)
-              Tile<kMR, 1, true>(g, static_cast<size_t>(kc), ablk + s * kc * mr, 0, bp, b_step, 0, t);
-            else if (rows == mr)
-              Tile<kMR, 1, false>(g, static_cast<size_t>(kc), g.A + i * g.lda + pc, g.lda, bp,
-                                  b_step, 0, t);
-            else
-              PartialStrip<1>(static_cast<size_t>(rows), g, static_cast<size_t>(kc),
-                              g.A + i * g.lda + pc, bp, b_step, t);
-          }
+          const Strips st{ic, mc, pc, kc, j0, nr, bp, b_step, first, last};
+          if (g.pack_a)
+            StripsPacked(g, st, ablk);
+          else
+            StripsInPlace(g, st);
         }
       }
     }

@@ -83,9 +83,11 @@ HWY_INLINE void block(size_t K, const float* const* a, const float* HWY_RESTRICT
   }
 }
 
-/// All column panels for rows a[0..MR).
+/// All column panels for rows a[0..MR). A function per MR (noinline), so that a JIT
+/// (WebAssembly) compiles and optimizes only the row counts a model runs (an LSTM of
+/// batch 1: MR = 1).
 template <size_t MR>
-HWY_INLINE void row_group(int64_t N, int64_t K, const float* const* a, const float* panels,
+HWY_NOINLINE void row_group(int64_t N, int64_t K, const float* const* a, const float* panels,
                           float* c, int64_t ldc, bool accumulate) {
   constexpr size_t P = kAcc / (2 * MR);
   const int64_t NR = static_cast<int64_t>(2 * hn::Lanes(DF()));
