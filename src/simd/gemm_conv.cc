@@ -104,9 +104,9 @@ HWY_INLINE void StoreRow(VF v0, VF v1, float* cr, bool accumulate, const float* 
     v0 = hn::Add(v0, load(m0, zr));
     if (NV == 2) v1 = hn::Add(v1, load(m1, zr + L));
   }
-  if (act) {
-    v0 = ApplyAct(d, v0, *act);
-    if (NV == 2) v1 = ApplyAct(d, v1, *act);
+  if (act) {  // a CheapAct kind (Micro gives no other)
+    v0 = CheapActOnly(d, v0, *act);
+    if (NV == 2) v1 = CheapActOnly(d, v1, *act);
   }
   if (out) {  // whole vectors to an aligned buffer of NV vectors
     hn::Store(v0, d, out);

@@ -124,9 +124,18 @@ void WinoInput(const float* const rows[6], int64_t n, float* v, int64_t xi_strid
   }
 }
 
-void WinoOutput(const float* m, int64_t xi_stride, int64_t n, float bias, const float* z,
-                int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
-                int64_t cols) {
+// The output transforms take a run of tiles (one call per output channel and tile row,
+// not per winograd_lanes() tiles) and are a function per activation (WithAct: none, ReLU,
+// Clip, SiLU without a switch per vector; the others through ActFn<kAnyAct>), each
+// noinline: a JIT (WebAssembly) compiles and optimizes only those a model runs, and none
+// carries every activation's polynomial inlined four times (WinoOutput was 16 KB of wasm
+// with them).
+
+/// winograd_lanes() tiles or fewer: columns [0, cols) of the 4 x 4 L block.
+template <class F>
+HWY_INLINE void WinoOutputBlock(const float* m, int64_t xi_stride, float bias, const float* z,
+                                int64_t ldz, const F& act, float* y, int64_t ldy, int64_t rows,
+                                int64_t cols) {
   const DF d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   VF t[4][6];  // t[i][j] = (A^T M)[i][j]
@@ -158,7 +167,7 @@ void WinoOutput(const float* m, int64_t xi_stride, int64_t n, float bias, const 
       o[2] = hn::Add(o[2], z2);
       o[3] = hn::Add(o[3], z3);
     }
-    for (int k = 0; k < 4; ++k) o[k] = ApplyAct(d, o[k], act);
+    for (int k = 0; k < 4; ++k) o[k] = act(d, o[k]);
     float* yr = y + i * ldy;
     if (whole) {
       hn::StoreInterleaved4(o[0], o[1], o[2], o[3], d, yr);
@@ -167,7 +176,31 @@ void WinoOutput(const float* m, int64_t xi_stride, int64_t n, float bias, const 
       CopyFew<4 * HWY_MAX_BYTES / sizeof(float)>(yr, buf, static_cast<size_t>(cols));
     }
   }
-  (void)n;
+}
+
+template <int kTile, class F, class Block>
+HWY_INLINE void OutputRun(const float* m, int64_t run, const float* z, float* y, int64_t width,
+                          const Block& block) {
+  const int64_t L = static_cast<int64_t>(hn::Lanes(DF()));
+  for (int64_t k = 0; k < run; k += L) {
+    const int64_t col = kTile * k, cols = std::min(kTile * std::min(L, run - k), width - col);
+    block(m + k, z ? z + col : nullptr, y + col, cols);
+  }
+}
+
+template <class F>
+HWY_NOINLINE void WinoOutputRun(const float* m, int64_t xi_stride, int64_t run, float bias,
+                                const float* z, int64_t ldz, const F& act, float* y, int64_t ldy,
+                                int64_t rows, int64_t width) {
+  OutputRun<4, F>(m, run, z, y, width, [&](const float* mk, const float* zk, float* yk, int64_t cols) {
+    WinoOutputBlock(mk, xi_stride, bias, zk, ldz, act, yk, ldy, rows, cols);
+  });
+}
+
+void WinoOutput(const float* m, int64_t xi_stride, int64_t run, float bias, const float* z,
+                int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
+                int64_t width) {
+  WithAct(act, [&](const auto& f) { WinoOutputRun(m, xi_stride, run, bias, z, ldz, f, y, ldy, rows, width); });
 }
 
 void WinoInput2(const float* const rows[4], int64_t n, float* v, int64_t xi_stride,
@@ -194,8 +227,10 @@ void WinoInput2(const float* const rows[4], int64_t n, float* v, int64_t xi_stri
   }
 }
 
-void WinoOutput2(const float* m, int64_t xi_stride, const float bias, const float* z, int64_t ldz,
-                 const Activation& act, float* y, int64_t ldy, int64_t rows, int64_t cols) {
+template <class F>
+HWY_INLINE void WinoOutput2Block(const float* m, int64_t xi_stride, const float bias, const float* z,
+                                 int64_t ldz, const F& act, float* y, int64_t ldy, int64_t rows,
+                                 int64_t cols) {
   const DF d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   VF t[2][4];  // t[i][j] = (A^T M)[i][j]
@@ -227,8 +262,8 @@ void WinoOutput2(const float* m, int64_t xi_stride, const float bias, const floa
       o[0] = hn::Add(o[0], z0);
       o[1] = hn::Add(o[1], z1);
     }
-    o[0] = ApplyAct(d, o[0], act);
-    o[1] = ApplyAct(d, o[1], act);
+    o[0] = act(d, o[0]);
+    o[1] = act(d, o[1]);
     float* yr = y + i * ldy;
     if (whole) {
       hn::StoreInterleaved2(o[0], o[1], d, yr);
@@ -237,6 +272,21 @@ void WinoOutput2(const float* m, int64_t xi_stride, const float bias, const floa
       CopyFew<2 * HWY_MAX_BYTES / sizeof(float)>(yr, buf, static_cast<size_t>(cols));
     }
   }
+}
+
+template <class F>
+HWY_NOINLINE void WinoOutput2Run(const float* m, int64_t xi_stride, int64_t run, float bias,
+                                 const float* z, int64_t ldz, const F& act, float* y, int64_t ldy,
+                                 int64_t rows, int64_t width) {
+  OutputRun<2, F>(m, run, z, y, width, [&](const float* mk, const float* zk, float* yk, int64_t cols) {
+    WinoOutput2Block(mk, xi_stride, bias, zk, ldz, act, yk, ldy, rows, cols);
+  });
+}
+
+void WinoOutput2(const float* m, int64_t xi_stride, int64_t run, float bias, const float* z,
+                 int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
+                 int64_t width) {
+  WithAct(act, [&](const auto& f) { WinoOutput2Run(m, xi_stride, run, bias, z, ldz, f, y, ldy, rows, width); });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -262,10 +312,10 @@ void winograd_input(const float* const rows[6], int64_t n, float* v, int64_t xi_
   HWY_DYNAMIC_DISPATCH(WinoInput)(rows, n, v, xi_stride, panel_stride, first);
 }
 
-void winograd_output(const float* m, int64_t xi_stride, int64_t n, float bias, const float* z,
+void winograd_output(const float* m, int64_t xi_stride, int64_t run, float bias, const float* z,
                      int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
-                     int64_t cols) {
-  HWY_DYNAMIC_DISPATCH(WinoOutput)(m, xi_stride, n, bias, z, ldz, act, y, ldy, rows, cols);
+                     int64_t width) {
+  HWY_DYNAMIC_DISPATCH(WinoOutput)(m, xi_stride, run, bias, z, ldz, act, y, ldy, rows, width);
 }
 
 void winograd_input2(const float* const rows[4], int64_t n, float* v, int64_t xi_stride,
@@ -273,9 +323,10 @@ void winograd_input2(const float* const rows[4], int64_t n, float* v, int64_t xi
   HWY_DYNAMIC_DISPATCH(WinoInput2)(rows, n, v, xi_stride, panel_stride, first);
 }
 
-void winograd_output2(const float* m, int64_t xi_stride, float bias, const float* z, int64_t ldz,
-                      const Activation& act, float* y, int64_t ldy, int64_t rows, int64_t cols) {
-  HWY_DYNAMIC_DISPATCH(WinoOutput2)(m, xi_stride, bias, z, ldz, act, y, ldy, rows, cols);
+void winograd_output2(const float* m, int64_t xi_stride, int64_t run, float bias, const float* z,
+                      int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
+                      int64_t width) {
+  HWY_DYNAMIC_DISPATCH(WinoOutput2)(m, xi_stride, run, bias, z, ldz, act, y, ldy, rows, width);
 }
 
 void winograd_kernel2(const float* g, double out[16]) {

@@ -23,14 +23,15 @@ int64_t winograd_lanes();
 void winograd_input(const float* const rows[6], int64_t n, float* v, int64_t xi_stride,
                     int64_t panel_stride, int64_t first);
 
-/// Output transform of n <= winograd_lanes() consecutive tiles of one tile row of one
-/// output channel: m[xi * xi_stride + t] is the GEMM result of position xi for local tile
-/// t (winograd_lanes() floats are read from each). Writes rows [0, rows) and columns
-/// [0, cols) of the 4 x 4n block at y (row stride ldy) as act(value + bias + z), z (may
-/// be null) at the same place as y with row stride ldz.
-void winograd_output(const float* m, int64_t xi_stride, int64_t n, float bias, const float* z,
+/// Output transform of `run` consecutive tiles of one tile row of one output channel:
+/// m[xi * xi_stride + t] is the GEMM result of position xi for local tile t (read
+/// winograd_lanes() floats at a time, so up to winograd_lanes() - 1 past the run). Writes
+/// rows [0, rows) and columns [0, min(4 run, width)) of the 4 x 4 run block at y (row
+/// stride ldy) as act(value + bias + z), z (may be null) at the same place as y with row
+/// stride ldz.
+void winograd_output(const float* m, int64_t xi_stride, int64_t run, float bias, const float* z,
                      int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
-                     int64_t cols);
+                     int64_t width);
 
 /// The 6x6 transformed kernel G g G^T of a 3x3 kernel g (row-major), in double.
 void winograd_kernel(const float* g, double out[36]);
@@ -44,9 +45,10 @@ void winograd_kernel(const float* g, double out[36]);
 void winograd_input2(const float* const rows[4], int64_t n, float* v, int64_t xi_stride,
                      int64_t panel_stride, int64_t first);
 /// Output transform of F(2x2, 3x3): writes rows [0, rows) (rows <= 2) and columns
-/// [0, cols) (cols <= 2 * winograd_lanes()) of the 2 x 2n block at y.
-void winograd_output2(const float* m, int64_t xi_stride, float bias, const float* z, int64_t ldz,
-                      const Activation& act, float* y, int64_t ldy, int64_t rows, int64_t cols);
+/// [0, min(2 run, width)) of the 2 x 2 run block at y.
+void winograd_output2(const float* m, int64_t xi_stride, int64_t run, float bias, const float* z,
+                      int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
+                      int64_t width);
 /// The 4x4 transformed kernel G g G^T of F(2x2, 3x3), in double.
 void winograd_kernel2(const float* g, double out[16]);
 

@@ -229,17 +229,13 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
         const int64_t th = tt / tw_n, tw0 = tt % tw_n;
         const int64_t run = std::min(tw_n - tw0, tile0 + ntiles - tt);
         const int64_t rows = std::min<int64_t>(mt, OH - mt * th);
-        for (int64_t k = 0; k < run; k += L) {
-          const int64_t nt = std::min(L, run - k), col = mt * (tw0 + k);
-          const int64_t cols = std::min(mt * nt, OW - col);
-          const int64_t at = (mt * th) * OW + col;
-          if (mt == 4)
-            simd::winograd_output(mm + (tt - tile0 + k), m_ld, nt, bias, zm ? zm + at : nullptr,
-                                  OW, io.act, ym + at, OW, rows, cols);
-          else
-            simd::winograd_output2(mm + (tt - tile0 + k), m_ld, bias, zm ? zm + at : nullptr, OW,
-                                   io.act, ym + at, OW, rows, cols);
-        }
+        const int64_t at = (mt * th) * OW + mt * tw0;
+        if (mt == 4)
+          simd::winograd_output(mm + (tt - tile0), m_ld, run, bias, zm ? zm + at : nullptr, OW,
+                                io.act, ym + at, OW, rows, OW - mt * tw0);
+        else
+          simd::winograd_output2(mm + (tt - tile0), m_ld, run, bias, zm ? zm + at : nullptr, OW,
+                                 io.act, ym + at, OW, rows, OW - mt * tw0);
         tt += run;
       }
     }
