@@ -80,8 +80,31 @@ void RnnCell(const CellParams& p, const float* x, const float* r, const float* b
     hn::StoreU(activate(d, p.f, clip(d, p.clip, pre(d, x, r, bias, j))), d, h + j);
 }
 
-void LstmCell(const CellParams& p, bool input_forget, const float* x, const float* r,
-              const float* bias, const float* peep, float* c, float* h) {
+/// activate, out of line (LstmCell's path for activations other than the defaults).
+HWY_NOINLINE VF activate_call(DF d, const RnnActivation& a, VF x) {
+  return activate(d, a, x);
+}
+
+/// ONNX's default LSTM activations: f = Sigmoid, g = h = Tanh, inline.
+struct LstmDefaultActs {
+  HWY_INLINE VF f(DF d, VF x) const { return sigmoid(d, x); }
+  HWY_INLINE VF g(DF d, VF x) const { return hn::Tanh(d, x); }
+  HWY_INLINE VF h(DF d, VF x) const { return hn::Tanh(d, x); }
+};
+
+/// Any activations: a call each (activate's every kind inlined at the cell's five uses
+/// made LstmCell 19 KB of wasm, which V8 optimized during the reader's first run).
+struct LstmAnyActs {
+  const CellParams& p;
+  HWY_INLINE VF f(DF d, VF x) const { return activate_call(d, p.f, x); }
+  HWY_INLINE VF g(DF d, VF x) const { return activate_call(d, p.g, x); }
+  HWY_INLINE VF h(DF d, VF x) const { return activate_call(d, p.h, x); }
+};
+
+template <class Acts>
+HWY_NOINLINE void LstmCellImpl(const CellParams& p, const Acts& act, bool input_forget,
+                               const float* x, const float* r, const float* bias,
+                               const float* peep, float* c, float* h) {
   const DF d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d)), H = p.hidden;
   const VF one = hn::Set(d, 1.0f);
@@ -94,14 +117,24 @@ void LstmCell(const CellParams& p, bool input_forget, const float* x, const floa
       pi = hn::MulAdd(hn::LoadU(d, peep + j), cv, pi);
       pf = hn::MulAdd(hn::LoadU(d, peep + 2 * H + j), cv, pf);
     }
-    const VF i = activate(d, p.f, clip(d, p.clip, pi));
-    const VF f = input_forget ? hn::Sub(one, i) : activate(d, p.f, clip(d, p.clip, pf));
-    const VF cn = hn::MulAdd(f, cv, hn::Mul(i, activate(d, p.g, clip(d, p.clip, pc))));
+    const VF i = act.f(d, clip(d, p.clip, pi));
+    const VF f = input_forget ? hn::Sub(one, i) : act.f(d, clip(d, p.clip, pf));
+    const VF cn = hn::MulAdd(f, cv, hn::Mul(i, act.g(d, clip(d, p.clip, pc))));
     if (peep) po = hn::MulAdd(hn::LoadU(d, peep + H + j), cn, po);
-    const VF o = activate(d, p.f, clip(d, p.clip, po));
+    const VF o = act.f(d, clip(d, p.clip, po));
     hn::StoreU(cn, d, c + j);
-    hn::StoreU(hn::Mul(o, activate(d, p.h, clip(d, p.clip, cn))), d, h + j);
+    hn::StoreU(hn::Mul(o, act.h(d, clip(d, p.clip, cn))), d, h + j);
   }
+}
+
+/// One time step of an LSTM (see rnn_cell.h); the default activations through their own
+/// function, so a JIT (WebAssembly) compiles only the variant a model runs.
+void LstmCell(const CellParams& p, bool input_forget, const float* x, const float* r,
+              const float* bias, const float* peep, float* c, float* h) {
+  if (p.f.kind == RnnAct::kSigmoid && p.g.kind == RnnAct::kTanh && p.h.kind == RnnAct::kTanh)
+    LstmCellImpl(p, LstmDefaultActs{}, input_forget, x, r, bias, peep, c, h);
+  else
+    LstmCellImpl(p, LstmAnyActs{p}, input_forget, x, r, bias, peep, c, h);
 }
 
 void GruCellLbr(const CellParams& p, const float* x, const float* r, const float* bias,
