@@ -117,41 +117,21 @@ inline bool CheapAct(Act k) {
          k == Act::kHardSigmoid || k == Act::kHardSwish;
 }
 
-/// The CheapAct kinds only, for the GEMM microkernel's stores, which Micro gives no other
-/// (the others run on the stored tile, ActRow): any other kind is returned unchanged. No
-/// out-of-line fallback either: a call site in Micro, even one never taken, made the
-/// reader's warm runs 1.5-2% slower in V8 (paired A/B in one page).
-template <class D, class V>
-HWY_INLINE V CheapActOnly(D d, V v, const Activation& a) {
-  switch (a.kind) {
-    case Act::kRelu:
-      return ActAs<Act::kRelu>(d, v, a);
-    case Act::kClip:
-      return ActAs<Act::kClip>(d, v, a);
-    case Act::kLeakyRelu:
-      return ActAs<Act::kLeakyRelu>(d, v, a);
-    case Act::kHardSigmoid:
-      return ActAs<Act::kHardSigmoid>(d, v, a);
-    case Act::kHardSwish:
-      return ActAs<Act::kHardSwish>(d, v, a);
-    default:
-      HWY_DASSERT(a.kind == Act::kNone);
-      return v;
-  }
-}
-
 /// ApplyAct, out of line.
 template <class D, class V>
 HWY_NOINLINE V ApplyActCall(D d, V v, const Activation& a) {
   return ApplyAct(d, v, a);
 }
 
-/// ApplyAct with the CheapAct kinds inline and the others (exp, tanh, erf polynomials)
-/// through one out-of-line call: ActFn<kAnyAct>, the path of the kinds WithAct does not
-/// specialize. Every polynomial inlined at each store made the GEMM microkernel 3.6x the
-/// code (16.7 KB of wasm against 4.6, with CheapActOnly) and WinoOutput 5x: more for a JIT
-/// to compile, more instruction cache.
-template <class D, class V>
+/// ApplyAct with the CheapAct kinds inline. kFallback: the others (exp, tanh, erf
+/// polynomials) go through one out-of-line call; this is ActFn<kAnyAct>, the path of the
+/// kinds WithAct does not specialize. Every polynomial inlined at each store made the GEMM
+/// microkernel 3.6x the code (16.7 KB of wasm against 4.6) and WinoOutput 5x: more for a
+/// JIT to compile, more instruction cache. Without kFallback (the GEMM microkernel's
+/// stores, which Micro gives only CheapAct kinds; the others run on the stored tile,
+/// ActRow) any other kind is returned unchanged: a call site in Micro, even one never
+/// taken, made the reader's warm runs 1.5-2% slower in V8 (paired A/B in one page).
+template <bool kFallback, class D, class V>
 HWY_INLINE V ApplyCheapAct(D d, V v, const Activation& a) {
   switch (a.kind) {
     case Act::kNone:
@@ -167,7 +147,12 @@ HWY_INLINE V ApplyCheapAct(D d, V v, const Activation& a) {
     case Act::kHardSwish:
       return ActAs<Act::kHardSwish>(d, v, a);
     default:
-      return ApplyActCall(d, v, a);
+      if constexpr (kFallback) {
+        return ApplyActCall(d, v, a);
+      } else {
+        HWY_DASSERT(false && "not a CheapAct kind");
+        return v;
+      }
   }
 }
 
@@ -175,7 +160,7 @@ template <int K>
 template <class D, class V>
 HWY_INLINE V ActFn<K>::operator()(D d, V v) const {
   if constexpr (K == kAnyAct)
-    return ApplyCheapAct(d, v, a);
+    return ApplyCheapAct<true>(d, v, a);
   else
     return ActAs<static_cast<Act>(K)>(d, v, a);
 }

@@ -105,8 +105,8 @@ HWY_INLINE void StoreRow(VF v0, VF v1, float* cr, bool accumulate, const float* 
     if (NV == 2) v1 = hn::Add(v1, load(m1, zr + L));
   }
   if (act) {  // a CheapAct kind (Micro gives no other)
-    v0 = CheapActOnly(d, v0, *act);
-    if (NV == 2) v1 = CheapActOnly(d, v1, *act);
+    v0 = ApplyCheapAct<false>(d, v0, *act);
+    if (NV == 2) v1 = ApplyCheapAct<false>(d, v1, *act);
   }
   if (out) {  // whole vectors to an aligned buffer of NV vectors
     hn::Store(v0, d, out);

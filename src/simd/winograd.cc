@@ -178,31 +178,6 @@ HWY_INLINE void WinoOutputBlock(const float* m, int64_t xi_stride, float bias, c
   }
 }
 
-template <int kTile, class F, class Block>
-HWY_INLINE void OutputRun(const float* m, int64_t run, const float* z, float* y, int64_t width,
-                          const Block& block) {
-  const int64_t L = static_cast<int64_t>(hn::Lanes(DF()));
-  for (int64_t k = 0; k < run; k += L) {
-    const int64_t col = kTile * k, cols = std::min(kTile * std::min(L, run - k), width - col);
-    block(m + k, z ? z + col : nullptr, y + col, cols);
-  }
-}
-
-template <class F>
-HWY_NOINLINE void WinoOutputRun(const float* m, int64_t xi_stride, int64_t run, float bias,
-                                const float* z, int64_t ldz, const F& act, float* y, int64_t ldy,
-                                int64_t rows, int64_t width) {
-  OutputRun<4, F>(m, run, z, y, width, [&](const float* mk, const float* zk, float* yk, int64_t cols) {
-    WinoOutputBlock(mk, xi_stride, bias, zk, ldz, act, yk, ldy, rows, cols);
-  });
-}
-
-void WinoOutput(const float* m, int64_t xi_stride, int64_t run, float bias, const float* z,
-                int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
-                int64_t width) {
-  WithAct(act, [&](const auto& f) { WinoOutputRun(m, xi_stride, run, bias, z, ldz, f, y, ldy, rows, width); });
-}
-
 void WinoInput2(const float* const rows[4], int64_t n, float* v, int64_t xi_stride,
                 int64_t panel_stride, int64_t first) {
   const DF d;
@@ -274,19 +249,33 @@ HWY_INLINE void WinoOutput2Block(const float* m, int64_t xi_stride, const float 
   }
 }
 
-template <class F>
-HWY_NOINLINE void WinoOutput2Run(const float* m, int64_t xi_stride, int64_t run, float bias,
-                                 const float* z, int64_t ldz, const F& act, float* y, int64_t ldy,
-                                 int64_t rows, int64_t width) {
-  OutputRun<2, F>(m, run, z, y, width, [&](const float* mk, const float* zk, float* yk, int64_t cols) {
-    WinoOutput2Block(mk, xi_stride, bias, zk, ldz, act, yk, ldy, rows, cols);
-  });
+/// A run of tiles of one tile row (kTile = 4: F(4x4, 3x3); 2: F(2x2, 3x3)), L tiles per
+/// block; a function per tile size and activation (WithAct).
+template <int kTile, class F>
+HWY_NOINLINE void WinoOutputRun(const float* m, int64_t xi_stride, int64_t run, float bias,
+                                const float* z, int64_t ldz, const F& act, float* y, int64_t ldy,
+                                int64_t rows, int64_t width) {
+  const int64_t L = static_cast<int64_t>(hn::Lanes(DF()));
+  for (int64_t k = 0; k < run; k += L) {
+    const int64_t col = kTile * k, cols = std::min(kTile * std::min(L, run - k), width - col);
+    const float* zk = z ? z + col : nullptr;
+    if constexpr (kTile == 4)
+      WinoOutputBlock(m + k, xi_stride, bias, zk, ldz, act, y + col, ldy, rows, cols);
+    else
+      WinoOutput2Block(m + k, xi_stride, bias, zk, ldz, act, y + col, ldy, rows, cols);
+  }
+}
+
+void WinoOutput(const float* m, int64_t xi_stride, int64_t run, float bias, const float* z,
+                int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
+                int64_t width) {
+  WithAct(act, [&](const auto& f) { WinoOutputRun<4>(m, xi_stride, run, bias, z, ldz, f, y, ldy, rows, width); });
 }
 
 void WinoOutput2(const float* m, int64_t xi_stride, int64_t run, float bias, const float* z,
                  int64_t ldz, const Activation& act, float* y, int64_t ldy, int64_t rows,
                  int64_t width) {
-  WithAct(act, [&](const auto& f) { WinoOutput2Run(m, xi_stride, run, bias, z, ldz, f, y, ldy, rows, width); });
+  WithAct(act, [&](const auto& f) { WinoOutputRun<2>(m, xi_stride, run, bias, z, ldz, f, y, ldy, rows, width); });
 }
 
 }  // namespace HWY_NAMESPACE
