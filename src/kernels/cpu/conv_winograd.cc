@@ -106,6 +106,9 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
   const int64_t IH = g.in[0], IW = g.in[1], OH = g.out[0], OW = g.out[1], OS = g.out_size;
   const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
   const int64_t mt = w.tile, alpha = mt + 2, kXi = alpha * alpha;
+  // The transforms of the tile size (F(4x4, 3x3) or F(2x2, 3x3)); the same signatures.
+  const auto input = mt == 4 ? simd::winograd_input : simd::winograd_input2;
+  const auto output = mt == 4 ? simd::winograd_output : simd::winograd_output2;
   const int64_t th_n = (OH + mt - 1) / mt, tw_n = (OW + mt - 1) / mt, T = th_n * tw_n;
   const int64_t nr = simd::conv_gemm_nr(), mr = simd::conv_gemm_mr(), L = simd::winograd_lanes();
   const int64_t cg = s.cg, mg = s.mg;
@@ -169,12 +172,7 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
         for (int64_t k = 0; k < run; k += L) {
           const float* shifted[6];
           for (int r = 0; r < alpha; ++r) shifted[r] = rows[r] + mt * k;
-          if (mt == 4)
-            simd::winograd_input(shifted, std::min(L, run - k), v + c * nr, v_xi, cg * nr,
-                                 tt - tile0 + k);
-          else
-            simd::winograd_input2(shifted, std::min(L, run - k), v + c * nr, v_xi, cg * nr,
-                                  tt - tile0 + k);
+          input(shifted, std::min(L, run - k), v + c * nr, v_xi, cg * nr, tt - tile0 + k);
         }
         tt += run;
       }
@@ -230,12 +228,8 @@ void conv_winograd(const ConvShape& s, const WinogradW& w, const ConvIO& io, Thr
         const int64_t run = std::min(tw_n - tw0, tile0 + ntiles - tt);
         const int64_t rows = std::min<int64_t>(mt, OH - mt * th);
         const int64_t at = (mt * th) * OW + mt * tw0;
-        if (mt == 4)
-          simd::winograd_output(mm + (tt - tile0), m_ld, run, bias, zm ? zm + at : nullptr, OW,
-                                io.act, ym + at, OW, rows, OW - mt * tw0);
-        else
-          simd::winograd_output2(mm + (tt - tile0), m_ld, run, bias, zm ? zm + at : nullptr, OW,
-                                 io.act, ym + at, OW, rows, OW - mt * tw0);
+        output(mm + (tt - tile0), m_ld, run, bias, zm ? zm + at : nullptr, OW, io.act, ym + at, OW,
+               rows, OW - mt * tw0);
         tt += run;
       }
     }
