@@ -2,6 +2,7 @@
 // whose output size depends on the data (NonZero, Compress, Unique) or that reorder
 // along data-given lengths (ReverseSequence).
 #include <algorithm>
+#include <numeric>
 
 #include "base/checked.h"
 #include "kernels/reference/dispatch.h"
@@ -265,6 +266,43 @@ void unique_kernel(KernelContext& ctx) {
 }
 
 }  // namespace
+
+UniqueGroups group_rows(int64_t rows, bool sorted, int (*cmp)(const void* ctx, int64_t a, int64_t b),
+                        const void* ctx) {
+  std::vector<int64_t> order(static_cast<size_t>(rows));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(ctx, a, b) < 0; });
+  // Groups in ascending order; the stable sort puts each group's first occurrence first.
+  std::vector<int64_t> group_first, group_count;
+  std::vector<int64_t> group_of(static_cast<size_t>(rows));
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k == 0 || cmp(ctx, order[k - 1], order[k]) != 0) {
+      group_first.push_back(order[k]);
+      group_count.push_back(0);
+    }
+    group_of[static_cast<size_t>(order[k])] = static_cast<int64_t>(group_first.size() - 1);
+    ++group_count.back();
+  }
+  std::vector<int64_t> rank(group_first.size());  // group -> output position
+  std::iota(rank.begin(), rank.end(), int64_t{0});
+  if (!sorted) {
+    std::vector<int64_t> by_first(group_first.size());
+    std::iota(by_first.begin(), by_first.end(), int64_t{0});
+    std::sort(by_first.begin(), by_first.end(),
+              [&](int64_t a, int64_t b) { return group_first[a] < group_first[b]; });
+    for (size_t k = 0; k < by_first.size(); ++k) rank[static_cast<size_t>(by_first[k])] = static_cast<int64_t>(k);
+  }
+  UniqueGroups g;
+  g.first.resize(group_first.size());
+  g.counts.resize(group_first.size());
+  for (size_t k = 0; k < group_first.size(); ++k) {
+    g.first[static_cast<size_t>(rank[k])] = group_first[k];
+    g.counts[static_cast<size_t>(rank[k])] = group_count[k];
+  }
+  g.inverse.resize(static_cast<size_t>(rows));
+  for (size_t r = 0; r < g.inverse.size(); ++r) g.inverse[r] = rank[static_cast<size_t>(group_of[r])];
+  return g;
+}
 
 /// Registered from register_tensor (tensor.cc).
 void register_tensor_pad(Registry& r) {
